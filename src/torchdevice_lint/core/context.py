@@ -1,0 +1,269 @@
+"""Per-file state shared by all rules during the engine's single pass.
+
+It answers the questions rules keep asking, cheaply and without LibCST's full metadata
+resolution (about 12x the parse, DESIGN.md): what an expression's qualified name is through the
+file's import aliases, whether the current node is behind a CUDA-availability guard, which
+function and class enclose it, and which device expression a fix should write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+
+import libcst as cst
+
+from .rule import Fix, ImportSpec
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .rule import Rule
+
+
+@dataclass
+class RawFinding:
+    rule: "Rule"
+    node: cst.CSTNode
+    message: str
+    fix: Optional[Fix]
+    #: The module-level statement containing the node (where a device binding must precede).
+    top_statement: cst.CSTNode
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
+
+
+def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
+    """Local name -> qualified name bound by one import statement."""
+    bound: Dict[str, str] = {}
+    if isinstance(node, cst.Import):
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                bound[alias.asname.name.value] = full
+            else:
+                top = full.split(".")[0]
+                bound[top] = top
+    elif isinstance(node, cst.ImportFrom):
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return bound
+        module = dotted_name(node.module)
+        if module is None:
+            return bound
+        for alias in node.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.name.value
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            bound[local] = f"{module}.{alias.name.value}"
+    return bound
+
+
+class _BindingCollector(cst.CSTVisitor):
+    """Names bound directly in one scope (nested functions and classes are not entered)."""
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        super().__init__()
+        self.root = root
+        self.names: Set[str] = set()
+
+    def _add_target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._add_target(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._add_target(target.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.root:
+            for param in _all_params(node.params):
+                self.names.add(param.name.value)
+            return True
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._add_target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add_target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add_target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._add_target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add_target(node.target)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self.names.update(import_aliases(node))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self.names.update(import_aliases(node))
+
+
+def _all_params(params: cst.Parameters) -> List[cst.Param]:
+    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    if isinstance(params.star_arg, cst.Param):
+        found.append(params.star_arg)
+    if params.star_kwarg is not None:
+        found.append(params.star_kwarg)
+    return found
+
+
+def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
+    return list(function.params.posonly_params) + list(function.params.params)
+
+
+class FileContext:
+    def __init__(self, path: str, source: str, module: cst.Module, settings: "Settings") -> None:
+        self.path = path
+        self.source = source
+        self.module = module
+        self.settings = settings
+        self.aliases: Dict[str, str] = {}
+        self.findings: List[RawFinding] = []
+        #: Nodes from the module down to the node being visited.
+        self.stack: List[cst.CSTNode] = []
+        #: Enclosing FunctionDef/ClassDef/Lambda nodes, innermost last.
+        self.scopes: List[cst.CSTNode] = []
+        self.guard_depth = 0
+        self._bindings: Dict[int, Set[str]] = {}
+        self._collect_top_level_imports(module.body)
+
+    # -- imports -------------------------------------------------------------------------
+    def _collect_top_level_imports(self, body: Sequence[cst.CSTNode]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    self.aliases.update(import_aliases(small))
+            elif isinstance(statement, (cst.If, cst.Try, cst.TryStar)):
+                self._collect_top_level_imports(statement.body.body)
+                for handler in getattr(statement, "handlers", ()):
+                    self._collect_top_level_imports(handler.body.body)
+                orelse = statement.orelse
+                if isinstance(orelse, cst.If):
+                    self._collect_top_level_imports([orelse])
+                elif orelse is not None:
+                    self._collect_top_level_imports(orelse.body.body)
+
+    def add_import(self, node: cst.CSTNode) -> None:
+        self.aliases.update(import_aliases(node))
+
+    def qualname(self, node: cst.BaseExpression) -> Optional[str]:
+        """The imported name an expression refers to, e.g. ``th.cuda.synchronize`` ->
+        ``torch.cuda.synchronize`` after ``import torch as th``; None if not from an import."""
+        if isinstance(node, cst.Name):
+            return self.aliases.get(node.value)
+        if isinstance(node, cst.Attribute):
+            base = self.qualname(node.value)
+            return f"{base}.{node.attr.value}" if base else None
+        return None
+
+    def imports_torch(self) -> bool:
+        return any(q == "torch" or q.startswith("torch.") for q in self.aliases.values())
+
+    def torch_alias(self) -> Optional[str]:
+        """The local name bound to the ``torch`` module, if the file has one."""
+        for local, qualified in self.aliases.items():
+            if qualified == "torch":
+                return local
+        return None
+
+    # -- position in the tree -------------------------------------------------------------
+    @property
+    def guarded(self) -> bool:
+        return self.guard_depth > 0
+
+    def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
+        """Parent of the node being visited (depth 1), grandparent (2)..."""
+        index = len(self.stack) - 1 - depth
+        return self.stack[index] if index >= 0 else None
+
+    def enclosing_function(self) -> Optional[cst.FunctionDef]:
+        for scope in reversed(self.scopes):
+            if isinstance(scope, cst.FunctionDef):
+                return scope
+        return None
+
+    def enclosing_class(self) -> Optional[cst.ClassDef]:
+        """The class whose method is being visited (the function must be directly in it)."""
+        for index in range(len(self.scopes) - 1, 0, -1):
+            if isinstance(self.scopes[index], cst.FunctionDef):
+                outer = self.scopes[index - 1]
+                return outer if isinstance(outer, cst.ClassDef) else None
+        return None
+
+    def bound_names(self, scope: cst.CSTNode) -> Set[str]:
+        key = id(scope)
+        if key not in self._bindings:
+            collector = _BindingCollector(scope)
+            if isinstance(scope, cst.Module):
+                for statement in scope.body:
+                    statement.visit(collector)
+            else:
+                scope.visit(collector)
+            self._bindings[key] = collector.names
+        return self._bindings[key]
+
+    def name_in_scope(self, name: str) -> bool:
+        """Whether ``name`` is bound in an enclosing function or at module level."""
+        for scope in reversed(self.scopes):
+            if isinstance(scope, cst.FunctionDef) and name in self.bound_names(scope):
+                return True
+        return name in self.bound_names(self.module)
+
+    # -- fixes ----------------------------------------------------------------------------
+    def torch_reference(self) -> str:
+        """How fixes spell the torch module here; see ``torch_imports``."""
+        return self.torch_alias() or "torch"
+
+    def torch_imports(self) -> List["ImportSpec"]:
+        """The import a fix spelling ``torch_reference()`` needs: none if torch is bound."""
+        return [] if self.torch_alias() else [ImportSpec("torch")]
+
+    def device_expression(self) -> "DeviceChoice":
+        """The device a fix writes, by DESIGN.md's policy: a ``device`` in scope, else the
+        device of the tensor a ``forward`` receives, else a module-level binding."""
+        name = self.settings.device_name
+        if self.name_in_scope(name):
+            return DeviceChoice(name, needs_binding=False)
+        function = self.enclosing_function()
+        if function is not None and function.name.value == "forward" and self.enclosing_class():
+            params = positional_params(function)
+            if len(params) >= 2:
+                return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
+        return DeviceChoice(name, needs_binding=True)
+
+    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+        top_statement = self.stack[1] if len(self.stack) > 1 else node
+        self.findings.append(RawFinding(rule, node, message, fix, top_statement))
+
+
+@dataclass(frozen=True)
+class DeviceChoice:
+    code: str
+    needs_binding: bool
+
+    def expression(self) -> cst.BaseExpression:
+        return cst.parse_expression(self.code)

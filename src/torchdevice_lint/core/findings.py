@@ -1,0 +1,82 @@
+"""The results front ends print: findings with positions, their fixes as text edits, errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+
+@dataclass(frozen=True)
+class Location:
+    row: int  # 1-based
+    column: int  # 1-based, as ruff prints it
+
+    def as_dict(self) -> dict:
+        return {"row": self.row, "column": self.column}
+
+
+@dataclass(frozen=True)
+class Edit:
+    content: str
+    location: Location
+    end_location: Location
+
+    def as_dict(self) -> dict:
+        return {
+            "content": self.content,
+            "location": self.location.as_dict(),
+            "end_location": self.end_location.as_dict(),
+        }
+
+
+@dataclass
+class FixInfo:
+    applicability: str
+    message: str
+    edits: List[Edit] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "applicability": self.applicability,
+            "message": self.message,
+            "edits": [edit.as_dict() for edit in self.edits],
+        }
+
+
+@dataclass
+class Finding:
+    code: str
+    name: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    fix: Optional[FixInfo] = None
+
+    def as_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "filename": self.filename,
+            "location": self.location.as_dict(),
+            "end_location": self.end_location.as_dict(),
+            "fix": self.fix.as_dict() if self.fix else None,
+        }
+
+
+@dataclass
+class FileError:
+    filename: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}: error: {self.message}"
+
+
+@dataclass
+class FileResult:
+    filename: str
+    findings: List[Finding] = field(default_factory=list)
+    error: Optional[FileError] = None
+    parsed: bool = False

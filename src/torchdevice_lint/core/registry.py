@@ -1,0 +1,39 @@
+"""The rule registry: every rule class of every family module, ordered by code."""
+
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+from typing import Dict, List, Type
+
+from .rule import Rule
+
+FAMILIES = ("placement", "legacy_types", "cuda_api", "serialization", "dataflow", "hints")
+
+
+@lru_cache(maxsize=None)
+def _load() -> Dict[str, Type[Rule]]:
+    rules: Dict[str, Type[Rule]] = {}
+    for family in FAMILIES:
+        try:
+            module = importlib.import_module(f"torchdevice_lint.rules.{family}")
+        except ModuleNotFoundError as error:
+            if error.name == f"torchdevice_lint.rules.{family}":
+                continue  # a family not written yet
+            raise
+        for rule in getattr(module, "RULES", ()):
+            if rule.code in rules:
+                raise RuntimeError(f"duplicate rule code {rule.code}")
+            rules[rule.code] = rule
+    return dict(sorted(rules.items()))
+
+
+def all_rules() -> List[Type[Rule]]:
+    return list(_load().values())
+
+
+def rule_by_code(code: str) -> Type[Rule]:
+    try:
+        return _load()[code.upper()]
+    except KeyError:
+        raise KeyError(code) from None

@@ -1,0 +1,119 @@
+"""Rule base class, fix model and the examples every rule carries.
+
+A rule is a small class: metadata (code, name, message, fix title, fix safety), its own valid and
+invalid examples, the words that must appear in a file for it to fire (the engine's pre-filter),
+and ``visit_<Node>``/``leave_<Node>`` handlers called by the engine's single batched pass. One
+instance is created per checked file, so a rule may keep per-file state on ``self``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Sequence
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+
+class Applicability(str, enum.Enum):
+    """ruff's three fix safety levels."""
+
+    SAFE = "safe"  # meaning kept on every device: applied by default
+    UNSAFE = "unsafe"  # device choice may change: applied with --unsafe-fixes
+    DISPLAY_ONLY = "display-only"  # a suggestion, never applied
+
+    @property
+    def rank(self) -> int:
+        return {"safe": 0, "unsafe": 1, "display-only": 2}[self.value]
+
+
+# A replacement receives the node as already rewritten by fixes nested inside it, so fixes on
+# nested nodes compose instead of overwriting each other.
+Replacement = Callable[[cst.CSTNode], cst.CSTNode]
+
+
+@dataclass(frozen=True)
+class ImportSpec:
+    """An import a fix needs: ``import module`` or ``from module import obj [as asname]``."""
+
+    module: str
+    obj: Optional[str] = None
+    asname: Optional[str] = None
+
+
+@dataclass
+class Fix:
+    """What a fix changes: node replacements plus file-level needs (imports, a device binding)."""
+
+    message: str
+    applicability: Applicability
+    replacements: dict = field(default_factory=dict)  # original node -> Replacement
+    imports: Sequence[ImportSpec] = ()
+    # Imports that may become unused after the fix: removed only if nothing uses them any more.
+    removable_imports: Sequence[ImportSpec] = ()
+    # True when the fix refers to the module-level device binding the fixer inserts.
+    needs_device_binding: bool = False
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule reports; ``fixed`` is the exact result of applying its fix (None: no fix
+    is applied, e.g. display-only); ``applicability`` overrides the rule's default level for
+    this example; ``count`` is the number of findings expected."""
+
+    code: str
+    fixed: Optional[str] = None
+    applicability: Optional[Applicability] = None
+    count: int = 1
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix_title: ClassVar[Optional[str]] = None
+    fix_safety: ClassVar[Applicability] = Applicability.DISPLAY_ONLY
+    #: "What it does" and "Why is this bad?" of the rule page.
+    what: ClassVar[str] = ""
+    why: ClassVar[str] = ""
+    #: Extra sentences for the "Fix safety" section.
+    fix_safety_note: ClassVar[str] = ""
+    #: Opt-in rules (TDV9xx) run only when selected explicitly.
+    default_enabled: ClassVar[bool] = True
+    #: The pre-filter: a file containing none of these substrings cannot trigger the rule.
+    triggers: ClassVar[Sequence[str]] = ()
+    valid: ClassVar[Sequence[Valid]] = ()
+    invalid: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, ctx: "FileContext") -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: Optional[str] = None,
+        fix: Optional[Fix] = None,
+    ) -> None:
+        self.ctx.report(self, node, message or self.message, fix)
+
+    def make_fix(
+        self,
+        replacements: dict,
+        applicability: Optional[Applicability] = None,
+        message: Optional[str] = None,
+        **kwargs,
+    ) -> Fix:
+        return Fix(
+            message=message or self.fix_title or "",
+            applicability=applicability or self.fix_safety,
+            replacements=replacements,
+            **kwargs,
+        )
