@@ -35,7 +35,6 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten, tree_map
 
 SIMULATED_TYPE = "cuda"
 DEVICE_NAME = "Simulated CUDA (torchdevice-lint, tensors live on the CPU)"
@@ -74,14 +73,28 @@ def simulated_device_of(tensor: torch.Tensor) -> torch.device:
 def _set_tag(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type == SIMULATED_TYPE:
         _Tags.add(tensor)
-        _TaggedStorages.remember(tensor)
     else:
         _Tags.discard(tensor)
     return tensor
 
 
+def _tensors(tree: Any) -> Iterator[torch.Tensor]:
+    """The tensors in torch-function arguments or results (nested tuples, lists and dicts);
+    cheaper than a pytree flatten, which matters because it runs on every operation."""
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif isinstance(tree, (tuple, list)):
+        for item in tree:
+            yield from _tensors(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _tensors(item)
+
+
 def _tag_tree(tree: Any, device: torch.device) -> Any:
-    return tree_map(lambda leaf: _set_tag(leaf, device) if isinstance(leaf, torch.Tensor) else leaf, tree)
+    for tensor in _tensors(tree):
+        _set_tag(tensor, device)
+    return tree
 
 
 def _resolve(device: Any) -> Optional[torch.device]:
@@ -106,14 +119,12 @@ def _same_device_error(first: torch.device, second: torch.device, func: Callable
     )
 
 
-def _inputs_device(func: Callable, tensors, exempt_ids=frozenset()) -> Optional[torch.device]:
+def _inputs_device(func: Callable, tensors) -> Optional[torch.device]:
     """The common device of the tensor inputs, raising like CUDA when they disagree.
 
     Untagged 0-dim tensors are CPU scalars, which PyTorch lets combine with device tensors."""
     found: Optional[torch.device] = None
     for tensor in tensors:
-        if id(tensor) in exempt_ids:
-            continue
         device = simulated_device_of(tensor)
         if device == _CPU and tensor.dim() == 0:
             continue
@@ -124,29 +135,15 @@ def _inputs_device(func: Callable, tensors, exempt_ids=frozenset()) -> Optional[
     return found
 
 
-def _tensors_in(args, kwargs):
-    leaves, _ = tree_flatten((args, kwargs))
-    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+class _SavedStorages:
+    """Storages of tagged tensors in the object ``torch.save`` is writing, so that the file
+    records them at ``cuda:0`` as a GPU machine would."""
 
-
-class _TaggedStorages:
-    """Which storages hold tagged tensors, so ``torch.save`` writes them with a ``cuda:0``
-    location as a GPU machine would (data pointers are checked against live tensors)."""
-
-    _by_pointer: "weakref.WeakValueDictionary[int, torch.Tensor]" = weakref.WeakValueDictionary()
-
-    @classmethod
-    def remember(cls, tensor: torch.Tensor) -> None:
-        pointer = tensor.untyped_storage().data_ptr()
-        if pointer:
-            cls._by_pointer[pointer] = tensor
+    pointers: "set[int]" = set()
 
     @classmethod
     def location(cls, storage) -> Optional[str]:
-        if not isinstance(storage, torch.UntypedStorage) or storage.device.type != "cpu":
-            return None
-        tensor = cls._by_pointer.get(storage.data_ptr())
-        if tensor is not None and _Tags.has(tensor):
+        if isinstance(storage, torch.UntypedStorage) and storage.data_ptr() in cls.pointers:
             return str(_SIMULATED)
         return None
 
@@ -205,7 +202,7 @@ class SimulatedCudaMode(TorchFunctionMode):
 
     def _generic(self, func, args, kwargs):
         explicit = _resolve(kwargs["device"]) if "device" in kwargs else None
-        source = _inputs_device(func, _tensors_in(args, kwargs))
+        source = _inputs_device(func, _tensors((args, kwargs)))
         if explicit is not None and explicit.type == SIMULATED_TYPE:
             kwargs = dict(kwargs, device=_CPU)
         result = func(*args, **kwargs)
@@ -224,10 +221,13 @@ class SimulatedCudaMode(TorchFunctionMode):
         tensor, rest = args[0], args[1:]
         if rest and isinstance(rest[0], torch.Tensor):
             other = rest[0]
-            return self._move(tensor, simulated_device_of(other), other.dtype, **kwargs)
+            options = {key: kwargs[key] for key in ("non_blocking", "copy") if key in kwargs}
+            return self._move(tensor, simulated_device_of(other), other.dtype, **options)
+        kwargs = dict(kwargs)
+        copy = kwargs.pop("copy", False)
         device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*rest, **kwargs)
         target = _resolve(device) or simulated_device_of(tensor)
-        options = {"non_blocking": non_blocking, "copy": kwargs.get("copy", False)}
+        options = {"non_blocking": non_blocking, "copy": copy}
         if memory_format is not None:
             options["memory_format"] = memory_format
         return self._move(tensor, target, dtype, **options)
@@ -259,8 +259,9 @@ class SimulatedCudaMode(TorchFunctionMode):
 
     def _getitem(self, func, args, kwargs):
         tensor, index = args[0], args[1]
-        index_ids = {id(leaf) for leaf in tree_flatten(index)[0] if isinstance(leaf, torch.Tensor)}
-        _inputs_device(func, [tensor] + _tensors_in(index, {}), exempt_ids=index_ids)
+        # CUDA accepts CPU index tensors (they are copied over); only a tagged index must match.
+        tagged_indices = [leaf for leaf in _tensors(index) if _Tags.has(leaf)]
+        _inputs_device(func, [tensor] + tagged_indices)
         return _tag_tree(func(*args, **kwargs), simulated_device_of(tensor))
 
     def _setitem(self, func, args, kwargs):
@@ -391,6 +392,37 @@ def _accelerator_patches() -> Dict[str, Any]:
     }
 
 
+def _saved_tensors(obj: Any) -> Iterator[torch.Tensor]:
+    """The tensors ``torch.save``/``torch.load`` handle: those in nested containers, and the
+    parameters and buffers of modules among them."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            yield item
+        elif isinstance(item, torch.nn.Module):
+            yield from item.parameters()
+            yield from item.buffers()
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+
+
+def _simulated_save(real_save: Callable) -> Callable:
+    @functools.wraps(real_save)
+    def save(obj, f, *args, **kwargs):
+        _SavedStorages.pointers = {
+            tensor.untyped_storage().data_ptr() for tensor in _saved_tensors(obj) if _Tags.has(tensor)
+        }
+        try:
+            return real_save(obj, f, *args, **kwargs)
+        finally:
+            _SavedStorages.pointers = set()
+
+    return save
+
+
 def _simulated_load(real_load: Callable) -> Callable:
     """``torch.load`` that restores ``cuda`` storages as tagged CPU tensors instead of calling the
     CUDA deserialiser a CPU build lacks; ``map_location`` given as a device, string or dict is
@@ -398,7 +430,7 @@ def _simulated_load(real_load: Callable) -> Callable:
 
     @functools.wraps(real_load)
     def load(f, map_location=None, *args, **kwargs):
-        if callable(map_location) and not isinstance(map_location, (str, torch.device)):
+        if callable(map_location):
             return real_load(f, map_location, *args, **kwargs)
         simulated_pointers = set()
 
@@ -412,24 +444,12 @@ def _simulated_load(real_load: Callable) -> Callable:
             return storage
 
         result = real_load(f, restore, *args, **kwargs)
-
-        def tag_restored(leaf):
-            if isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() in simulated_pointers:
-                _set_tag(leaf, _SIMULATED)
-            return leaf
-
-        tree_map(tag_restored, result)
-        for module in _modules_in(result):
-            for tensor in list(module.parameters()) + list(module.buffers()):
-                tag_restored(tensor)
+        for tensor in _saved_tensors(result):
+            if tensor.untyped_storage().data_ptr() in simulated_pointers:
+                _set_tag(tensor, _SIMULATED)
         return result
 
     return load
-
-
-def _modules_in(tree: Any):
-    leaves, _ = tree_flatten(tree)
-    return [leaf for leaf in leaves if isinstance(leaf, torch.nn.Module)]
 
 
 @contextlib.contextmanager
@@ -449,12 +469,12 @@ _serialization_registered = False
 
 
 def _register_save_tagger() -> None:
-    """torch.serialization has no way to unregister a package; the tagger answers only for
-    storages of live tagged tensors, so it is inert outside a simulation."""
+    """torch.serialization has no way to unregister a package; the tagger answers only while a
+    simulated ``torch.save`` runs, so it is inert outside a simulation."""
     global _serialization_registered
     if not _serialization_registered:
         torch.serialization.register_package(
-            _SERIALIZATION_PRIORITY, _TaggedStorages.location, lambda storage, location: None
+            _SERIALIZATION_PRIORITY, _SavedStorages.location, lambda storage, location: None
         )
         _serialization_registered = True
 
@@ -468,7 +488,9 @@ def simulated_cuda() -> Iterator[torch.device]:
     with contextlib.ExitStack() as stack:
         stack.enter_context(_patched(torch.cuda, _cuda_patches()))
         stack.enter_context(_patched(torch.accelerator, _accelerator_patches()))
-        stack.enter_context(_patched(torch, {"load": _simulated_load(torch.load)}))
+        stack.enter_context(
+            _patched(torch, {"load": _simulated_load(torch.load), "save": _simulated_save(torch.save)})
+        )
         stack.enter_context(SimulatedCudaMode())
         yield _SIMULATED
 
