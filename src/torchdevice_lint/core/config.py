@@ -37,9 +37,13 @@ class Settings:
     device_expression: str = DEFAULT_DEVICE_EXPRESSION
     exclude: Sequence[str] = DEFAULT_EXCLUDES
     extend_exclude: Sequence[str] = ()
-    target_torch_version: str = "2.0"
+    target_torch_version: str = "2.4"
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
+
+    def target_version(self) -> tuple:
+        """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
+        return parse_version(self.target_torch_version)
 
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -60,6 +64,14 @@ class Settings:
             if _path_matches(relative, pattern):
                 codes.extend(pattern_codes)
         return codes
+
+
+def parse_version(text: str) -> tuple:
+    try:
+        parts = tuple(int(part) for part in text.strip().split(".")[:2])
+    except ValueError:
+        raise ConfigError(f"target-torch-version must look like '2.4', not {text!r}") from None
+    return parts + (0,) * (2 - len(parts))
 
 
 def _longest_prefix(code: str, prefixes: Iterable[str]) -> int:
@@ -168,6 +180,7 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
     settings = Settings(root=root, **values)
+    settings.target_version()  # reject a malformed version now, not at the first fix
     if "exclude" in values:
         settings = replace(settings, exclude=tuple(values["exclude"]))
     return settings

@@ -242,16 +242,17 @@ class FileContext:
         """The import a fix spelling ``torch_reference()`` needs: none if torch is bound."""
         return [] if self.torch_alias() else [ImportSpec("torch")]
 
-    def device_expression(self) -> "DeviceChoice":
+    def device_expression(self, avoid: Optional[str] = None) -> "DeviceChoice":
         """The device a fix writes, by DESIGN.md's policy: a ``device`` in scope, else the
-        device of the tensor a ``forward`` receives, else a module-level binding."""
+        device of the tensor a ``forward`` receives (unless that tensor is ``avoid``, the one
+        being moved), else a module-level binding."""
         name = self.settings.device_name
         if self.name_in_scope(name):
             return DeviceChoice(name, needs_binding=False)
         function = self.enclosing_function()
         if function is not None and function.name.value == "forward" and self.enclosing_class():
             params = positional_params(function)
-            if len(params) >= 2:
+            if len(params) >= 2 and params[1].name.value != avoid:
                 return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
         return DeviceChoice(name, needs_binding=True)
 

@@ -8,6 +8,7 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -217,7 +218,7 @@ class Engine:
         try:
             analysis = self.analyze(path, source)
         except cst.ParserSyntaxError as error:
-            result.error = FileError(path, f"syntax error at {error.raw_line}:{error.raw_column + 1}: {_first_line(error.message)}")
+            result.error = FileError(path, syntax_error_message(source, error))
             return result
         except RecursionError:
             result.error = FileError(path, "file is nested too deeply to analyse")
@@ -229,8 +230,17 @@ class Engine:
         return result
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "invalid syntax"
+def syntax_error_message(source: str, error: cst.ParserSyntaxError) -> str:
+    """One line naming where the file stops being Python. Python's own parser words and
+    places syntax errors better than LibCST's, so it is asked on this (rare) path."""
+    try:
+        compile(source, "<checked>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as python_error:
+        return f"syntax error at {python_error.lineno}:{python_error.offset or 1}: {python_error.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    detail = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
+    return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
 
 
 def node_span(positions: dict, node: cst.CSTNode) -> Tuple[Location, Location]:

@@ -89,6 +89,9 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         index = _binding_index(module.body, first_user)
         binding = cst.parse_statement(f"{settings.device_name} = {settings.device_expression}\n")
         body = list(module.body)
+        if index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines:
+            # keep PEP 8's two blank lines between the new binding and a definition
+            body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
         if "torch" in settings.device_expression:

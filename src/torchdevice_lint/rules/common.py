@@ -1,0 +1,119 @@
+"""Node helpers and fix builders shared by the rule families."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..core.context import FileContext
+from ..core.rule import Applicability, Fix, Rule
+
+# dtype of each legacy typed tensor class, torch.cuda.FloatTensor and friends.
+LEGACY_TENSOR_DTYPES = {
+    "FloatTensor": "float32",
+    "DoubleTensor": "float64",
+    "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16",
+    "LongTensor": "int64",
+    "IntTensor": "int32",
+    "ShortTensor": "int16",
+    "CharTensor": "int8",
+    "ByteTensor": "uint8",
+    "BoolTensor": "bool",
+}
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """A plain string literal's value, or the leading text of an f-string (``f"cuda:{i}"``)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001 - byte strings and odd prefixes
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        head = node.parts[0]
+        if isinstance(head, cst.FormattedStringText):
+            return head.value
+    return None
+
+
+def is_cuda_string(node: cst.CSTNode) -> bool:
+    value = string_value(node)
+    if value is None:
+        return False
+    if isinstance(node, cst.FormattedString):
+        return value.startswith("cuda:")
+    return value == "cuda" or (value.startswith("cuda:") and value[5:].isdigit())
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional(call: cst.Call) -> list:
+    return [arg for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def has_unpacking(call: cst.Call) -> bool:
+    return any(arg.star for arg in call.args)
+
+
+def method_name(call: cst.Call) -> Optional[str]:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def legacy_cuda_tensor(ctx: FileContext, node: cst.BaseExpression) -> Optional[str]:
+    """``torch.cuda.FloatTensor`` (any alias, or the string ``"torch.cuda.FloatTensor"``) ->
+    ``"FloatTensor"``."""
+    name = ctx.qualname(node)
+    if name is None:
+        text = string_value(node) if isinstance(node, cst.SimpleString) else None
+        name = text if text and ctx.imports_torch() else None
+    if name and name.startswith("torch.cuda."):
+        leaf = name[len("torch.cuda."):]
+        if leaf in LEGACY_TENSOR_DTYPES:
+            return leaf
+    return None
+
+
+def fresh_args(args) -> list:
+    """Arguments detached from their old commas, so codegen places commas afresh."""
+    return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in args]
+
+
+def availability_check(ctx: FileContext) -> str:
+    return f"{ctx.torch_reference()}.cuda.is_available()"
+
+
+def guard_statement_fix(rule: Rule, call: cst.Call, message: str) -> Optional[Fix]:
+    """Wrap ``call`` in ``if torch.cuda.is_available():`` when it is a statement of its own on
+    its own line; anything else (an assignment, an argument) would change more than the hazard."""
+    ctx = rule.ctx
+    expression, statement, container = ctx.parent(1), ctx.parent(2), ctx.parent(3)
+    if not (
+        isinstance(expression, cst.Expr)
+        and expression.value is call
+        and isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(container, (cst.IndentedBlock, cst.Module))
+    ):
+        return None
+    test = cst.parse_expression(availability_check(ctx))
+
+    def wrap(updated: cst.SimpleStatementLine) -> cst.If:
+        return cst.If(
+            test=test,
+            body=cst.IndentedBlock(body=[updated.with_changes(leading_lines=())]),
+            leading_lines=updated.leading_lines,
+        )
+
+    return rule.make_fix({statement: wrap}, Applicability.SAFE, message, imports=ctx.torch_imports())
+
+
+def display_only(rule: Rule, message: str) -> Fix:
+    return rule.make_fix({}, Applicability.DISPLAY_ONLY, message)

@@ -1,0 +1,203 @@
+"""Legacy typed CUDA tensors: ``torch.cuda.FloatTensor`` and friends."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..core.rule import Applicability, Invalid, Rule, Valid
+from .common import LEGACY_TENSOR_DTYPES, display_only, legacy_cuda_tensor, method_name, positional
+
+
+def _dtype(ctx, leaf: str) -> cst.BaseExpression:
+    return cst.parse_expression(f"{ctx.torch_reference()}.{LEGACY_TENSOR_DTYPES[leaf]}")
+
+
+class LegacyCudaTensorConstructor(Rule):
+    code = "TDV201"
+    name = "legacy-cuda-tensor-constructor"
+    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without a GPU"
+    fix_title = "Create the tensor with `dtype=` and `device=`"
+    fix_safety = Applicability.UNSAFE
+    what = "Checks for calls of the legacy typed CUDA tensor classes, such as `torch.cuda.FloatTensor(3)`."
+    why = (
+        "The typed constructors are deprecated and CUDA-only: `torch.cuda.FloatTensor(3)` raises "
+        "`TypeError` on a CPU-only machine. `torch.tensor`/`torch.empty` with `dtype=` and "
+        "`device=` do the same on any device."
+    )
+    fix_safety_note = (
+        "Literal data becomes `torch.tensor(data, ...)` and integer sizes `torch.empty(sizes, ...)`; "
+        "any other argument is ambiguous (data or size) and gets no automatic fix."
+    )
+    triggers = ("Tensor",)
+    valid = (
+        Valid("import torch\nx = torch.FloatTensor([1.0, 2.0])\n"),
+        Valid("import torch\nx = torch.cuda.FloatTensor(3) if torch.cuda.is_available() else torch.zeros(3)\n"),
+        Valid("import torch\nTensorType = torch.cuda.FloatTensor if use_cuda else torch.FloatTensor\n"),
+        Valid("from mylib.cuda import FloatTensor\nx = FloatTensor(3)\n"),
+        Valid("import torch\nx = torch.zeros(3, dtype=torch.float32)\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nx = torch.cuda.FloatTensor([1.0, 2.0])\n",
+            fixed=(
+                "import torch\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                "x = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\ndef buf(device):\n    return torch.cuda.LongTensor(4, 5)\n",
+            fixed="import torch\n\ndef buf(device):\n    return torch.empty(4, 5, dtype=torch.int64, device=device)\n",
+        ),
+        Invalid(
+            "from torch.cuda import ByteTensor\nimport torch\ndevice = 'cpu'\nmask = ByteTensor()\n",
+            fixed="from torch.cuda import ByteTensor\nimport torch\ndevice = 'cpu'\nmask = torch.tensor([], dtype=torch.uint8, device=device)\n",
+        ),
+        Invalid(
+            "import torch as th\ndevice = th.device('cpu')\nx = th.cuda.HalfTensor((1, 2))\n",
+            fixed="import torch as th\ndevice = th.device('cpu')\nx = th.tensor((1, 2), dtype=th.float16, device=device)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.cuda.FloatTensor(sizes)\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.guarded or isinstance(node.func, cst.SimpleString):
+            return
+        leaf = legacy_cuda_tensor(self.ctx, node.func)
+        if leaf is None:
+            return
+        message = self.message.format(leaf)
+        args = positional(node)
+        keywords = [a for a in node.args if a.keyword is not None]
+        if keywords or len(args) != len(node.args):
+            factory = None
+        elif not args:
+            factory, data = "tensor", [cst.Arg(cst.List([]))]
+        elif len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)):
+            factory, data = "tensor", [cst.Arg(args[0].value)]
+        elif all(isinstance(a.value, cst.Integer) for a in args):
+            factory, data = "empty", [cst.Arg(a.value) for a in args]
+        else:
+            factory = None
+        if factory is None:
+            self.report(node, message, display_only(self, "Use `torch.tensor(data, ...)` or `torch.empty(size, ...)` with `dtype=` and `device=`"))
+            return
+        choice = self.ctx.device_expression()
+        new_call = cst.Call(
+            func=cst.parse_expression(f"{self.ctx.torch_reference()}.{factory}"),
+            args=data
+            + [
+                cst.Arg(_dtype(self.ctx, leaf), keyword=cst.Name("dtype"), equal=_EQUAL),
+                cst.Arg(choice.expression(), keyword=cst.Name("device"), equal=_EQUAL),
+            ],
+        )
+        fix = self.make_fix(
+            {node: lambda _: new_call}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding
+        )
+        self.report(node, message, fix)
+
+
+_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+class CudaTensorTypeCast(Rule):
+    code = "TDV202"
+    name = "cuda-tensor-type-cast"
+    message = "`{}` pins the tensor to CUDA: the cast raises without a GPU and the check is never true on other devices"
+    fix_title = "Cast with `.to(device=..., dtype=...)`"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks for `.type(torch.cuda.FloatTensor)`, `.type(\"torch.cuda.FloatTensor\")` and "
+        "`isinstance(x, torch.cuda.FloatTensor)`."
+    )
+    why = (
+        "`.type(torch.cuda.XTensor)` converts to a CUDA tensor and raises on a CPU-only machine; "
+        "`isinstance(x, torch.cuda.XTensor)` silently takes the CPU branch everywhere but CUDA."
+    )
+    fix_safety_note = (
+        "The cast becomes `.to(device=device, dtype=...)` with the device chosen at run time. "
+        "`isinstance` checks get a suggestion only: whether the code meant the dtype or the device "
+        "cannot be known."
+    )
+    triggers = ("Tensor",)
+    valid = (
+        Valid("import torch\ny = x.type(torch.FloatTensor)\n"),
+        Valid("import torch\nok = isinstance(x, torch.Tensor)\n"),
+        Valid("import torch\nif torch.cuda.is_available():\n    y = x.type(torch.cuda.FloatTensor)\n"),
+        Valid('import torch\nname = x.type()\nprint(name == "torch.cuda.FloatTensor")\n'),
+        Valid("import torch\ny = x.type(dtype)\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\n\ndef cast(x, device):\n    return x.type(torch.cuda.FloatTensor)\n",
+            fixed="import torch\n\ndef cast(x, device):\n    return x.to(device=device, dtype=torch.float32)\n",
+        ),
+        Invalid(
+            'import torch\ny = x.type("torch.cuda.LongTensor")\n',
+            fixed=(
+                "import torch\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                "y = x.to(device=device, dtype=torch.int64)\n"
+            ),
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda import DoubleTensor\ndevice = 'cpu'\ny = x.type(dtype=DoubleTensor)\n",
+            fixed="import torch\nfrom torch.cuda import DoubleTensor\ndevice = 'cpu'\ny = x.to(device=device, dtype=torch.float64)\n",
+        ),
+        Invalid(
+            "import torch\nif isinstance(x, torch.cuda.FloatTensor):\n    pass\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid(
+            "import torch\ndevice = 'cpu'\ny = x.type(torch.cuda.HalfTensor, non_blocking=True)\n",
+            fixed="import torch\ndevice = 'cpu'\ny = x.to(device=device, dtype=torch.float16, non_blocking=True)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.guarded or not node.args:
+            return
+        if method_name(node) == "type":
+            self._check_cast(node)
+        elif isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
+            leaf = legacy_cuda_tensor(self.ctx, node.args[1].value)
+            if leaf is not None:
+                dtype = LEGACY_TENSOR_DTYPES[leaf]
+                suggestion = f"Check `x.dtype == torch.{dtype}` and, if the device matters, `x.device.type`"
+                self.report(node, self.message.format(_code(node)), display_only(self, suggestion))
+
+    def _check_cast(self, node: cst.Call) -> None:
+        target = node.args[0]
+        if target.keyword is not None and target.keyword.value != "dtype":
+            return
+        leaf = legacy_cuda_tensor(self.ctx, target.value)
+        if leaf is None:
+            return
+        choice = self.ctx.device_expression()
+        device, dtype = choice.expression(), _dtype(self.ctx, leaf)
+
+        def replace(updated: cst.Call) -> cst.Call:
+            rest = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args[1:]]
+            return updated.with_changes(
+                func=updated.func.with_changes(attr=cst.Name("to")),
+                args=[
+                    cst.Arg(device, keyword=cst.Name("device"), equal=_EQUAL),
+                    cst.Arg(dtype, keyword=cst.Name("dtype"), equal=_EQUAL),
+                ]
+                + rest,
+            )
+
+        fix = self.make_fix({node: replace}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding)
+        self.report(node, self.message.format(_code(node)), fix)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+RULES = (LegacyCudaTensorConstructor, CudaTensorTypeCast)

@@ -1,0 +1,339 @@
+"""Placement: code that pins tensors, modules or the default device to CUDA."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from ..core.rule import Applicability, Invalid, Rule, Valid
+from .common import (
+    availability_check,
+    display_only,
+    fresh_args,
+    guard_statement_fix,
+    is_cuda_string,
+    legacy_cuda_tensor,
+    method_name,
+    positional,
+    string_value,
+)
+
+_KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
+
+
+class CudaMethodCall(Rule):
+    code = "TDV101"
+    name = "cuda-method-call"
+    message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+    fix_title = "Replace `.cuda()` with `.to(device)`"
+    fix_safety = Applicability.UNSAFE
+    what = "Checks for `.cuda()` calls on tensors and modules, with any arguments."
+    why = (
+        "`.cuda()` raises `AssertionError: Torch not compiled with CUDA enabled` on a CPU-only "
+        "machine and ignores other accelerators. Moving to a device chosen once at start-up "
+        "keeps the code runnable everywhere."
+    )
+    fix_safety_note = (
+        "The fix moves to the `device` in scope (or the input's device inside `forward`, or a "
+        "module-level `device` it defines), which may differ from the CUDA device `.cuda(N)` named."
+    )
+    triggers = ("cuda",)
+    valid = (
+        Valid("import torch\nx = torch.ones(2)\nif torch.cuda.is_available():\n    x = x.cuda()\n"),
+        Valid("import torch\nx = torch.ones(2)\nx = x.cuda() if torch.cuda.is_available() else x\n"),
+        Valid("def main(args, model):\n    if args.cuda:\n        model.cuda()\n"),
+        Valid("print(args.cuda)\nuse = args.cuda and True\n"),
+        Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
+        Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n",
+            fixed=(
+                "import torch\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                "x = torch.ones(2).to(device)\n"
+            ),
+        ),
+        Invalid(
+            "import torch\n\ndef run(model, batch, device):\n    model.cuda()\n    return model(batch.cuda(non_blocking=True))\n",
+            fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).cuda(0)\n        return x * mask\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+        ),
+        Invalid(
+            "def load(model):\n    return model.cuda()\n",
+            fixed=(
+                "import torch\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                "def load(model):\n    return model.to(device)\n"
+            ),
+        ),
+        Invalid(
+            "import torch as th\ndevice = th.device('cpu')\nmodel = th.nn.Linear(2, 2).cuda(device=0)\n",
+            fixed="import torch as th\ndevice = th.device('cpu')\nmodel = th.nn.Linear(2, 2).to(device)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda(**options)\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if method_name(node) != "cuda" or self.ctx.guarded:
+            return
+        receiver = node.func.value
+        if self.ctx.qualname(receiver) is not None:
+            return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+        if any(arg.star for arg in node.args):
+            self.report(node, fix=display_only(self, "Replace `.cuda(...)` with `.to(device, ...)`"))
+            return
+        avoid = receiver.value if isinstance(receiver, cst.Name) else None
+        choice = self.ctx.device_expression(avoid=avoid)
+        device = choice.expression()
+
+        def replace(updated: cst.Call) -> cst.Call:
+            kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
+            return updated.with_changes(
+                func=updated.func.with_changes(attr=cst.Name("to")),
+                args=[cst.Arg(device)] + fresh_args(kept),
+            )
+
+        self.report(node, fix=self.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
+
+
+def _last_name(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
+def _names_a_device(target: cst.BaseExpression) -> bool:
+    name = _last_name(target)
+    return name is not None and "device" in name.lower()
+
+
+class HardcodedCudaDevice(Rule):
+    code = "TDV102"
+    name = "hardcoded-cuda-device"
+    message = "hard-coded CUDA device `{}`: it raises on a machine without a GPU"
+    fix_title = "Use a device chosen at run time"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        'Checks for `"cuda"`/`"cuda:N"` literals (and f-strings such as `f"cuda:{rank}"`) used as '
+        "a device: in `.to(...)`, a `device=` or `map_location=` argument, `torch.device(...)`, "
+        "or a value assigned to a device variable, parameter default or `--device` option."
+    )
+    why = (
+        '`x.to("cuda")` and `torch.zeros(2, device="cuda")` raise on a CPU-only machine. One arm '
+        "of an availability check (`\"cuda\" if torch.cuda.is_available() else \"cpu\"`) is fine."
+    )
+    fix_safety_note = (
+        'A literal used as a device becomes the `device` in scope (or a module-level one the fix '
+        'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
+        'else "cpu"`. Either may pick another GPU than `"cuda:N"` named.'
+    )
+    triggers = ("cuda",)
+    valid = (
+        Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        Valid('print("using cuda")\nif args.device == "cuda":\n    pass\n'),
+        Valid('import torch\n\ndef f(x):\n    if x.device.type == "cuda":\n        return x.to("cuda:0")\n    return x\n'),
+        Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
+        Valid('import torch\nx = torch.ones(2)\nif x.is_cuda:\n    y = torch.zeros(2, device="cuda")\n'),
+        Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
+    )
+    invalid = (
+        Invalid(
+            'import torch\nx = torch.ones(2).to("cuda")\n',
+            fixed=(
+                "import torch\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                "x = torch.ones(2).to(device)\n"
+            ),
+        ),
+        Invalid(
+            'import torch\ndevice = torch.device("cuda:0")\n',
+            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+        ),
+        Invalid(
+            'import torch\n\ndef make(n, device):\n    return torch.zeros(n, device="cuda")\n',
+            fixed='import torch\n\ndef make(n, device):\n    return torch.zeros(n, device=device)\n',
+        ),
+        Invalid(
+            'import torch\n\ndef make(n, device="cuda"):\n    return torch.zeros(n, device=device)\n',
+            fixed='import torch\n\ndef make(n, device="cuda" if torch.cuda.is_available() else "cpu"):\n    return torch.zeros(n, device=device)\n',
+        ),
+        Invalid(
+            'import torch\ndevice = "cpu"\nx = torch.ones(1).to(torch.device(f"cuda:{rank}"))\n',
+            fixed='import torch\ndevice = "cpu"\nx = torch.ones(1).to(device)\n',
+        ),
+        Invalid(
+            'import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
+            fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n',
+        ),
+        Invalid(
+            'import torch\nstate = torch.load("ckpt.pt", map_location="cuda")\n',
+            fixed=(
+                "import torch\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'state = torch.load("ckpt.pt", map_location=device)\n'
+            ),
+        ),
+    )
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._check(node)
+
+    def _check(self, literal: cst.BaseExpression) -> None:
+        if self.ctx.guarded or not is_cuda_string(literal):
+            return
+        ctx = self.ctx
+        parent = ctx.parent()
+        if isinstance(parent, cst.Arg) and isinstance(ctx.parent(2), cst.Call):
+            call = ctx.parent(2)
+            usage = self._argument_usage(call, parent)
+            if usage == "device-call":
+                self._report_device_call(literal, call)
+            elif usage == "use":
+                self._report(literal, literal, inline=False)
+            elif usage == "define":
+                self._report(literal, literal, inline=True)
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is literal:
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            if any(_names_a_device(t) for t in targets):
+                self._report(literal, literal, inline=True)
+        elif isinstance(parent, cst.Param) and parent.default is literal and "device" in parent.name.value.lower():
+            self._report(literal, literal, inline=True)
+
+    def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
+        name = self.ctx.qualname(call.func)
+        if name is not None and (name.startswith("torch.cuda.") or name == "torch.set_default_device"):
+            return None  # reported by the more specific TDV301 / TDV103
+        if name == "torch.device":
+            return "device-call" if arg is (positional(call) or [None])[0] or _keyword_is(arg, "type") else None
+        method = method_name(call)
+        if method == "cuda":
+            return None  # TDV101
+        if _keyword_is(arg, "device") or _keyword_is(arg, "map_location"):
+            return "use"
+        if method == "to" and positional(call) and arg is positional(call)[0]:
+            return "use"
+        if name in {"torch.load", "torch.jit.load"} and len(positional(call)) > 1 and arg is positional(call)[1]:
+            return "use"
+        if _keyword_is(arg, "default") and method == "add_argument":
+            flags = [string_value(a.value) for a in positional(call)]
+            if any(flag and "device" in flag for flag in flags):
+                return "define"
+        return None
+
+    def _report_device_call(self, literal: cst.BaseExpression, call: cst.Call) -> None:
+        """``torch.device("cuda")``: defining a device keeps the call and guards the literal;
+        using one in place replaces the whole call by the device chosen at run time."""
+        outer = self.ctx.parent(3)
+        defines = (
+            isinstance(outer, (cst.Assign, cst.AnnAssign)) and outer.value is call
+        ) or (isinstance(outer, cst.Param) and outer.default is call)
+        if defines:
+            self._report(literal, literal, inline=True)
+        else:
+            self._report(literal, call, inline=False)
+
+    def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
+        text = cst.Module([]).code_for_node(literal)
+        message = self.message.format(text)
+        if inline:
+            guarded = cst.parse_expression(f'{text} if {availability_check(self.ctx)} else "cpu"')
+            fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
+        else:
+            choice = self.ctx.device_expression()
+            device = choice.expression()
+            fix = self.make_fix({replaced: lambda _: device}, needs_device_binding=choice.needs_binding)
+        self.report(literal, message, fix)
+
+
+def _keyword_is(arg: cst.Arg, name: str) -> bool:
+    return arg.keyword is not None and arg.keyword.value == name
+
+
+class CudaDefaultDevice(Rule):
+    code = "TDV103"
+    name = "cuda-default-device"
+    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without a GPU"
+    fix_title = "Only set the CUDA default when CUDA is available"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `torch.set_default_tensor_type(torch.cuda.*Tensor)` and "
+        '`torch.set_default_device("cuda")`.'
+    )
+    why = (
+        "After either call every factory (`torch.zeros`, `torch.tensor`, ...) creates CUDA "
+        "tensors; on a CPU-only machine the call itself or the first factory raises."
+    )
+    fix_safety_note = "The fix wraps the call in `if torch.cuda.is_available():`; CUDA machines behave as before."
+    triggers = ("set_default_",)
+    valid = (
+        Valid("import torch\ntorch.set_default_tensor_type(torch.FloatTensor)\n"),
+        Valid('import torch\nif torch.cuda.is_available():\n    torch.set_default_device("cuda")\n'),
+        Valid('import torch\ntorch.set_default_device("cpu")\n'),
+        Valid("import torch\ntorch.set_default_dtype(torch.float64)\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+            fixed="import torch\nif torch.cuda.is_available():\n    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+        ),
+        Invalid(
+            'import torch\n\ndef setup():\n    torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
+            fixed='import torch\n\ndef setup():\n    if torch.cuda.is_available():\n        torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
+        ),
+        Invalid(
+            'import torch as th\nth.set_default_device("cuda:0")  # all new tensors on GPU\n',
+            fixed='import torch as th\nif th.cuda.is_available():\n    th.set_default_device("cuda:0")  # all new tensors on GPU\n',
+        ),
+        Invalid(
+            'from torch import set_default_device\nset_default_device("cuda")\n',
+            fixed='from torch import set_default_device\nimport torch\n\nif torch.cuda.is_available():\n    set_default_device("cuda")\n',
+        ),
+        Invalid(
+            'import torch\nok = torch.set_default_device("cuda") or True\n',
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.guarded or not node.args:
+            return
+        name = self.ctx.qualname(node.func)
+        value = node.args[0].value
+        if name == "torch.set_default_tensor_type":
+            hazard = legacy_cuda_tensor(self.ctx, value) is not None
+        elif name == "torch.set_default_device":
+            hazard = is_cuda_string(value) or (
+                isinstance(value, cst.Call)
+                and self.ctx.qualname(value.func) == "torch.device"
+                and bool(value.args)
+                and is_cuda_string(value.args[0].value)
+            )
+        else:
+            return
+        if not hazard:
+            return
+        message = self.message.format(cst.Module([]).code_for_node(node))
+        fix = guard_statement_fix(self, node, self.fix_title) or display_only(
+            self, "Call it only under `if torch.cuda.is_available():`"
+        )
+        self.report(node, message, fix)
+
+
+RULES = (CudaMethodCall, HardcodedCudaDevice, CudaDefaultDevice)

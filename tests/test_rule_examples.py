@@ -1,0 +1,56 @@
+"""Every example carried by every rule is a test: valid code yields no finding of the rule,
+invalid code yields the declared findings, fix safety and exact fixed code."""
+
+import pytest
+
+from torchdevice_lint.core.config import Settings
+from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.core.fixer import fix_source
+from torchdevice_lint.core.registry import all_rules
+
+RULES = all_rules()
+
+
+def engine_for(rule):
+    return Engine(Settings(select=(rule.code,)), rules=[rule])
+
+
+def cases(kind):
+    return [
+        pytest.param(rule, example, id=f"{rule.code}-{kind}-{index}")
+        for rule in RULES
+        for index, example in enumerate(getattr(rule, kind))
+    ]
+
+
+@pytest.mark.parametrize("rule, example", cases("valid"))
+def test_valid_example_has_no_finding(rule, example):
+    result = engine_for(rule).check_source("example.py", example.code)
+    assert result.error is None
+    assert [f.code for f in result.findings] == []
+
+
+@pytest.mark.parametrize("rule, example", cases("invalid"))
+def test_invalid_example_is_reported_and_fixed_as_declared(rule, example):
+    engine = engine_for(rule)
+    result = engine.check_source("example.py", example.code)
+    assert result.error is None
+    assert [f.code for f in result.findings] == [rule.code] * example.count
+    expected_safety = (example.applicability or rule.fix_safety).value
+    assert [f.fix.applicability if f.fix else None for f in result.findings] == [expected_safety] * example.count
+
+    outcome = fix_source(engine, "example.py", example.code, unsafe=True)
+    assert outcome.source == (example.fixed if example.fixed is not None else example.code)
+    if example.fixed is not None:
+        assert engine.check_source("example.py", outcome.source).findings == []
+
+
+def test_every_rule_carries_enough_examples():
+    for rule in RULES:
+        assert len(rule.valid) >= 4, rule.code
+        assert len(rule.invalid) >= 4, rule.code
+
+
+def test_codes_and_names_are_unique():
+    assert len({r.code for r in RULES}) == len(RULES)
+    assert len({r.name for r in RULES}) == len(RULES)
