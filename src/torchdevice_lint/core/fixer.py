@@ -92,15 +92,14 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
         first_user = min(top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users)
         index = _binding_index(module.body, first_user)
-        binding = cst.parse_statement(f"{settings.device_name} = {settings.device_expression}\n")
+        binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
         body = list(module.body)
         if index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines:
             # keep PEP 8's two blank lines between the new binding and a definition
             body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
-        if "torch" in settings.device_expression:
-            imports.append(ImportSpec("torch"))
+        imports.extend(settings.binding_imports())
     if imports or removable:
         context = CodemodContext()
         for spec in dict.fromkeys(imports):

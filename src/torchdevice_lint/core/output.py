@@ -68,13 +68,16 @@ MACHINE_FORMATS = {"json"}
 def summary(results: Sequence[FileResult]) -> str:
     findings = [f for r in results for f in r.findings]
     files = sum(1 for r in results if r.error is None)
+    failed = len(results) - files
+    unchecked = f" {failed} file{'s' if failed != 1 else ''} could not be checked." if failed else ""
     if not findings:
-        return f"All checks passed ({files} file{'s' if files != 1 else ''} checked)."
+        verdict = "No findings" if failed else "All checks passed"
+        return f"{verdict} ({files} file{'s' if files != 1 else ''} checked).{unchecked}"
     per_rule = Counter(f.code for f in findings)
     safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
     rules = ", ".join(f"{code} x{count}" for code, count in sorted(per_rule.items()))
-    text = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files} files checked ({rules})."
+    text = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files} files checked ({rules}).{unchecked}"
     if safe:
         text += f"\n[*] {safe} fixable with `torchdevice-fix`."
     if unsafe:

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 
 import libcst as cst
 
-from .engine import Engine, to_finding
+from .engine import Engine, syntax_error_message, to_finding
 from .findings import FileError, FileResult
 from .fixer import FixError, fix_source
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
@@ -104,8 +104,7 @@ def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFi
         result.error = _source_error(path, error)
         return result
     except cst.ParserSyntaxError as error:
-        message = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
-        result.error = FileError(path, f"syntax error at {error.raw_line}:{error.raw_column + 1}: {message}")
+        result.error = FileError(path, syntax_error_message(source.text, error))
         return result
     except FixError as error:
         result.error = FileError(path, str(error))
