@@ -152,7 +152,7 @@ def examine(path: str, engine: Optional[Engine] = None) -> FileReport:
         final, passes = replay_fix(engine, path, source.text)
         report.passes = len(passes)
         report.replay_mismatch = final != outcome.source
-        binding = f"{engine.settings.device_name} = {engine.settings.device_expression}"
+        binding = f"{engine.settings.device_name} = {engine.settings.binding_expression()}"
         for fix_pass in passes:
             report.violations += stray_hunks(fix_pass, binding)
         try:

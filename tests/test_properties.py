@@ -33,7 +33,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 ENGINE = Engine(Settings())
 OPT_IN_ENGINE = Engine(Settings(select=("ALL",), extend_select=("TDV9",)))
 TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
-BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.device_expression}"
+BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
 
 
 def random_programs():
