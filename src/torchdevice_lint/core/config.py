@@ -237,8 +237,8 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
     settings = Settings(root=root, **values)
-    settings.target_version()  # reject a malformed version now, not at the first fix
     try:
+        settings.target_version()  # reject a malformed version now, not at the first fix
         settings.binding_imports()  # and a malformed device-import
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
