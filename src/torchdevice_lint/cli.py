@@ -18,7 +18,7 @@ from .core.engine import Engine
 from .core.findings import FileResult
 from .core.output import FORMATS, MACHINE_FORMATS, summary
 from .core.registry import all_rules, rule_by_code
-from .core.runner import check_file, check_files, fix_file
+from .core.runner import check_file, check_files, fix_file, fix_files
 from .core.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -196,9 +196,8 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     files, missing = _discover(args.paths, settings)
     for message in missing:
         _error(message)
-    try:
-        results = [fix_file(engine, path, settings.unsafe_fixes, write) for path in files]
-    except KeyboardInterrupt:
+    results, interrupted = fix_files(engine, files, settings.unsafe_fixes, write)
+    if interrupted:
         _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
         return EXIT_INTERRUPTED
     for result in results:

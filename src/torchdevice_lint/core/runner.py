@@ -8,8 +8,10 @@ bug), so the other files are still checked and fixed."""
 from __future__ import annotations
 
 import difflib
+import signal
+import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -27,7 +29,8 @@ def _source_error(path: str, error: SourceError) -> FileError:
 
 
 def _internal_error(path: str, error: Exception) -> FileError:
-    return FileError(path, f"internal error ({error.__class__.__name__}: {error}); please report this as a bug")
+    detail = (str(error).strip().splitlines() or [""])[0][:200]
+    return FileError(path, f"internal error ({error.__class__.__name__}: {detail}); please report this as a bug")
 
 
 def check_file(engine: Engine, path: str, with_edits: bool = False, source: Optional[SourceFile] = None) -> FileResult:
@@ -68,6 +71,43 @@ class FixResult:
                 tofile=f"b/{self.path}",
             )
         )
+
+
+class StopOnInterrupt:
+    """While active (main thread only), a first SIGINT asks the run to stop after the file at
+    hand rather than raising ``KeyboardInterrupt`` inside it: library code can swallow or wrap
+    an interrupt raised in the middle of a parse. A second SIGINT interrupts at once (writes
+    still finish, see ``sources.write_source``)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def _handle(self, number, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> "StopOnInterrupt":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def fix_files(engine: Engine, paths: Sequence[str], unsafe: bool, write: bool) -> Tuple[List[FixResult], bool]:
+    """Fix the files in order; the flag says the run was interrupted (SIGINT) and stopped
+    early, leaving each file either as it was or completely fixed."""
+    results = []
+    with StopOnInterrupt() as stop:
+        for path in paths:
+            if stop.requested:
+                break
+            results.append(fix_file(engine, path, unsafe, write))
+    return results, stop.requested
 
 
 def fix_file(
