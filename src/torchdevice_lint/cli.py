@@ -246,7 +246,7 @@ def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> 
     left = [f for r in remaining for f in r.findings]
     if left:
         more = sum(1 for f in left if f.fix and f.fix.applicability == "unsafe")
-        line = f"{len(left)} finding{'s' if len(left) != 1 else ''} remain"
+        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
         if more and not unsafe:
             line += f" ({more} fixable with --unsafe-fixes)"
         lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
