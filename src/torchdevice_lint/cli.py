@@ -1,13 +1,12 @@
 """Command-line front ends: ``torchdevice-lint check|rule`` and ``torchdevice-fix``.
 
 Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would change),
-2 usage, configuration, read or parse errors.
+2 usage, configuration, read or parse errors, 130 interrupted (SIGINT).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from typing import List, Optional, Sequence
@@ -24,6 +23,7 @@ from .core.runner import check_file, check_files, fix_file
 from .core.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +66,15 @@ def _check_codes(prefixes: Sequence[str]) -> None:
         prefix = prefix.strip().upper()
         if prefix != "ALL" and not any(code.startswith(prefix) for code in codes):
             raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")
+
+
+def _discover(paths: Sequence[str], settings: Settings):
+    """The files to process and the errors for bad paths; notes (skipped links) go to stderr."""
+    notes: List[str] = []
+    found = discover(paths or ["."], settings, notes=notes)
+    for note in notes:
+        _error(note)
+    return found
 
 
 def _stdin_source(args: argparse.Namespace) -> SourceFile:
@@ -132,7 +141,7 @@ def _check_command(args: argparse.Namespace) -> int:
         sources = {source.path: source.text}
         missing: List[str] = []
     else:
-        files, missing = discover(args.paths or ["."], settings)
+        files, missing = _discover(args.paths, settings)
         progress = Progress(len(files), sys.stderr)
         try:
             results = check_files(engine, files, with_edits, on_done=progress.advance)
@@ -200,7 +209,7 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
-    files, missing = discover(args.paths or ["."], settings)
+    files, missing = _discover(args.paths, settings)
     for message in missing:
         _error(message)
     progress = Progress(len(files), sys.stderr, verb="Fixing")
@@ -209,8 +218,11 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
         for path in files:
             results.append(fix_file(engine, path, settings.unsafe_fixes, write))
             progress.advance(path)
-    finally:
+    except KeyboardInterrupt:
         progress.close()
+        _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
+        return EXIT_INTERRUPTED
+    progress.close()
     for result in results:
         if result.error:
             _error(str(result.error))
