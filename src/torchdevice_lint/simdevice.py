@@ -136,17 +136,32 @@ def _inputs_device(func: Callable, tensors) -> Optional[torch.device]:
     return found
 
 
-class _SavedStorages:
-    """Storages of tagged tensors in the object ``torch.save`` is writing, so that the file
-    records them at ``cuda:0`` as a GPU machine would."""
+_SAVED_POINTERS_ATTRIBUTE = "_torchdevice_lint_simulated_storages"
 
-    pointers: "set[int]" = set()
 
-    @classmethod
-    def location(cls, storage) -> Optional[str]:
-        if isinstance(storage, torch.UntypedStorage) and storage.data_ptr() in cls.pointers:
-            return str(_SIMULATED)
-        return None
+def _simulated_location(pointers: "set[int]", storage) -> Optional[str]:
+    if isinstance(storage, torch.UntypedStorage) and storage.data_ptr() in pointers:
+        return str(_SIMULATED)
+    return None
+
+
+def _saved_pointers() -> "set[int]":
+    """Storages of tagged tensors in the object a simulated ``torch.save`` is writing, so that
+    the file records them at ``cuda:0`` as a GPU machine would.
+
+    torch cannot unregister a location tagger, so one is registered per process and its set is
+    kept on ``torch.serialization``, which outlives re-imports of this module (pytester drops
+    and re-imports it); the set is empty, and the tagger inert, outside a simulated save."""
+    pointers = getattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, None)
+    if pointers is None:
+        pointers = set()
+        setattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, pointers)
+        torch.serialization.register_package(
+            1,  # ahead of torch's own cpu tagger (priority 10)
+            functools.partial(_simulated_location, pointers),
+            lambda storage, location: None,
+        )
+    return pointers
 
 
 class SimulatedCudaMode(TorchFunctionMode):
@@ -506,13 +521,14 @@ def _saved_tensors(obj: Any) -> Iterator[torch.Tensor]:
 def _simulated_save(real_save: Callable) -> Callable:
     @functools.wraps(real_save)
     def save(obj, f, *args, **kwargs):
-        _SavedStorages.pointers = {
+        pointers = _saved_pointers()
+        pointers.update(
             tensor.untyped_storage().data_ptr() for tensor in _saved_tensors(obj) if _Tags.has(tensor)
-        }
+        )
         try:
             return real_save(obj, f, *args, **kwargs)
         finally:
-            _SavedStorages.pointers = set()
+            pointers.clear()
 
     return save
 
@@ -558,27 +574,11 @@ def _patched(module: Any, replacements: Dict[str, Any]) -> Iterator[None]:
             setattr(module, name, value)
 
 
-_SERIALIZATION_PRIORITY = 1  # ahead of torch's own cpu tagger (priority 10)
-_serialization_registered = False
-
-
-def _register_save_tagger() -> None:
-    """torch.serialization has no way to unregister a package; the tagger answers only while a
-    simulated ``torch.save`` runs, so it is inert outside a simulation."""
-    global _serialization_registered
-    if not _serialization_registered:
-        torch.serialization.register_package(
-            _SERIALIZATION_PRIORITY, _SavedStorages.location, lambda storage, location: None
-        )
-        _serialization_registered = True
-
-
 @contextlib.contextmanager
 def simulated_cuda() -> Iterator[torch.device]:
     """Make this process look like a machine with one CUDA device; yields that device."""
     if torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
         raise RuntimeError("a real CUDA device is present; simulating one would hide it")
-    _register_save_tagger()
     mode = SimulatedCudaMode()
     with contextlib.ExitStack() as stack:
         stack.enter_context(_patched(torch.cuda, _cuda_patches()))

@@ -8,6 +8,7 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -96,7 +97,13 @@ class _BatchedPass(cst.CSTVisitor):
         self.ctx.add_import(node)
 
     def _scope(self, node: cst.CSTNode) -> None:
+        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
+        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
         self.ctx.scopes.append(node)
+        name = getattr(node, "name", None)
+        if name is not None and guards.names_cuda(name.value):
+            self._guard(node.body)
+            return
         decorators = getattr(node, "decorators", ())
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
@@ -105,7 +112,7 @@ class _BatchedPass(cst.CSTVisitor):
         target = decorator.func if isinstance(decorator, cst.Call) else decorator
         name = (dotted_name(target) or "").lower()
         last = name.rsplit(".", 1)[-1]
-        if "cuda" in last or "gpu" in last:
+        if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
             sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
@@ -217,7 +224,7 @@ class Engine:
         try:
             analysis = self.analyze(path, source)
         except cst.ParserSyntaxError as error:
-            result.error = FileError(path, f"syntax error at {error.raw_line}:{error.raw_column + 1}: {_first_line(error.message)}")
+            result.error = FileError(path, syntax_error_message(source, error))
             return result
         except RecursionError:
             result.error = FileError(path, "file is nested too deeply to analyse")
@@ -229,8 +236,17 @@ class Engine:
         return result
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "invalid syntax"
+def syntax_error_message(source: str, error: cst.ParserSyntaxError) -> str:
+    """One line naming where the file stops being Python. Python's own parser words and
+    places syntax errors better than LibCST's, so it is asked on this (rare) path."""
+    try:
+        compile(source, "<checked>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as python_error:
+        return f"syntax error at {python_error.lineno}:{python_error.offset or 1}: {python_error.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    detail = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
+    return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
 
 
 def node_span(positions: dict, node: cst.CSTNode) -> Tuple[Location, Location]:

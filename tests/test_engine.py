@@ -1,0 +1,126 @@
+"""The engine's shared machinery: import aliases, guards, suppressions, selection, pre-filter."""
+
+import pytest
+
+from torchdevice_lint.core.config import Settings, settings_from_table, ConfigError
+from torchdevice_lint.core.engine import Engine
+
+
+def codes(source, **settings):
+    result = Engine(Settings(**settings)).check_source("example.py", source)
+    assert result.error is None, result.error
+    return [f.code for f in result.findings]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch as th\nth.cuda.synchronize()\n",
+        "from torch import cuda\ncuda.synchronize()\n",
+        "from torch.cuda import synchronize as sync\nsync()\n",
+        "import torch.cuda as tc\ntc.synchronize()\n",
+        "def late():\n    torch.cuda.synchronize()\n\nimport torch\n",
+        "try:\n    import torch\nexcept ImportError:\n    torch = None\ntorch.cuda.synchronize()\n",
+    ],
+)
+def test_aliases_resolve_to_torch(source):
+    assert codes(source) == ["TDV301"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from numba import cuda\ncuda.synchronize()\n",
+        "import cupy\ncupy.cuda.Device(0).synchronize()\n",
+        "torch.cuda.synchronize()\n",  # torch never imported: not ours to judge
+    ],
+)
+def test_look_alikes_are_not_torch(source):
+    assert codes(source) == []
+
+
+GUARDED = [
+    "if torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+    "if not torch.cuda.is_available():\n    pass\nelse:\n    torch.cuda.synchronize()\n",
+    "if torch.accelerator.is_available():\n    torch.cuda.synchronize()\n",
+    "if torch.cuda.device_count() > 0:\n    torch.cuda.synchronize()\n",
+    "if device.type == 'cuda':\n    torch.cuda.synchronize()\n",
+    "if str(device).startswith('cuda'):\n    torch.cuda.synchronize()\n",
+    "if device != 'cpu':\n    torch.cuda.synchronize()\n",
+    "if x.is_cuda:\n    torch.cuda.synchronize()\n",
+    "if use_cuda and step % 10 == 0:\n    torch.cuda.synchronize()\n",
+    "torch.cuda.is_available() and torch.cuda.synchronize()\n",
+    "not torch.cuda.is_available() or torch.cuda.synchronize()\n",
+    "def f():\n    if not torch.cuda.is_available():\n        return\n    torch.cuda.synchronize()\n",
+    "def f():\n    assert torch.cuda.is_available(), 'needs a GPU'\n    torch.cuda.synchronize()\n",
+    "import pytest\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\ndef test():\n    torch.cuda.synchronize()\n",
+    "import unittest\n\n@unittest.skipUnless(torch.cuda.is_available(), 'gpu')\ndef test():\n    torch.cuda.synchronize()\n",
+    "@requires_cuda\ndef test():\n    torch.cuda.synchronize()\n",
+    "if args.no_cuda:\n    pass\nelse:\n    torch.cuda.synchronize()\n",
+]
+
+
+@pytest.mark.parametrize("body", GUARDED)
+def test_guarded_code_is_not_reported(body):
+    assert codes("import torch\n" + body) == []
+
+
+UNGUARDED = [
+    "if torch.cuda.is_available():\n    pass\nelse:\n    torch.cuda.synchronize()\n",
+    "if not torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
+    "if verbose:\n    torch.cuda.synchronize()\n",
+    "def f():\n    if not torch.cuda.is_available():\n        print('no gpu')\n    torch.cuda.synchronize()\n",
+    "def f():\n    if torch.cuda.is_available():\n        return\n    torch.cuda.synchronize()\n",
+    "torch.cuda.is_available() or torch.cuda.synchronize()\n",
+]
+
+
+@pytest.mark.parametrize("body", UNGUARDED)
+def test_unguarded_code_is_reported(body):
+    assert codes("import torch\n" + body) == ["TDV301"]
+
+
+def test_noqa_forms():
+    source = (
+        "import torch\n"
+        "torch.cuda.synchronize()  # noqa\n"
+        "torch.cuda.synchronize()  # noqa: TDV301\n"
+        "torch.cuda.synchronize()  # noqa: TDV3\n"
+        "torch.cuda.synchronize()  # noqa: TDV101\n"
+        "torch.cuda.synchronize()  # NOQA:TDV101,TDV301\n"
+    )
+    result = Engine(Settings()).check_source("example.py", source)
+    assert [(f.code, f.location.row) for f in result.findings] == [("TDV301", 5)]
+
+
+def test_file_level_noqa():
+    assert codes("# torchdevice-lint: noqa\nimport torch\ntorch.cuda.synchronize()\n") == []
+
+
+def test_selection_most_specific_prefix_wins():
+    source = "import torch\nx = torch.ones(1).cuda()\ntorch.load('a')\n"
+    assert codes(source, select=("TDV5",)) == ["TDV501"]
+    assert codes(source, ignore=("TDV1",)) == ["TDV501"]
+    assert codes(source, ignore=("TDV1",), extend_select=("TDV101",)) == ["TDV101", "TDV501"]
+
+
+def test_per_file_ignores():
+    settings = Settings(per_file_ignores={"tests/**/*.py": ("TDV3",)}, root=".")
+    engine = Engine(settings)
+    source = "import torch\ntorch.cuda.synchronize()\n"
+    assert engine.check_source("tests/unit/test_a.py", source).findings == []
+    assert [f.code for f in engine.check_source("src/a.py", source).findings] == ["TDV301"]
+
+
+def test_pre_filter_skips_files_without_trigger_words():
+    result = Engine(Settings()).check_source("plain.py", "def f(:\n")  # not even parsed
+    assert result.error is None and not result.parsed
+
+
+def test_config_rejects_unknown_keys_and_bad_values():
+    with pytest.raises(ConfigError, match="unknown key 'selects'"):
+        settings_from_table({"selects": ["TDV1"]})
+    with pytest.raises(ConfigError, match="must be a list of strings"):
+        settings_from_table({"select": "TDV1"})
+    with pytest.raises(ConfigError, match="target-torch-version"):
+        settings_from_table({"target-torch-version": "two"})
