@@ -1,7 +1,7 @@
 """Command-line front ends: ``torchdevice-lint check|rule`` and ``torchdevice-fix``.
 
 Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would change),
-2 usage, configuration, read or parse errors.
+2 usage, configuration, read or parse errors, 130 interrupted (SIGINT).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .core.runner import check_file, check_files, fix_file
 from .core.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +65,15 @@ def _check_codes(prefixes: Sequence[str]) -> None:
         prefix = prefix.strip().upper()
         if prefix != "ALL" and not any(code.startswith(prefix) for code in codes):
             raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")
+
+
+def _discover(paths: Sequence[str], settings: Settings):
+    """The files to process and the errors for bad paths; notes (skipped links) go to stderr."""
+    notes: List[str] = []
+    found = discover(paths or ["."], settings, notes=notes)
+    for note in notes:
+        _error(note)
+    return found
 
 
 def _stdin_source(args: argparse.Namespace) -> SourceFile:
@@ -120,7 +130,7 @@ def _check_command(args: argparse.Namespace) -> int:
         sources = {source.path: source.text}
         missing: List[str] = []
     else:
-        files, missing = discover(args.paths or ["."], settings)
+        files, missing = _discover(args.paths, settings)
         results = check_files(engine, files, with_edits)
         sources = _texts(results)
     return _report(results, sources, missing, args.output_format)
@@ -184,10 +194,14 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
-    files, missing = discover(args.paths or ["."], settings)
+    files, missing = _discover(args.paths, settings)
     for message in missing:
         _error(message)
-    results = [fix_file(engine, path, settings.unsafe_fixes, write) for path in files]
+    try:
+        results = [fix_file(engine, path, settings.unsafe_fixes, write) for path in files]
+    except KeyboardInterrupt:
+        _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
+        return EXIT_INTERRUPTED
     for result in results:
         if result.error:
             _error(str(result.error))

@@ -100,7 +100,13 @@ class _BatchedPass(cst.CSTVisitor):
         self.ctx.add_import(node)
 
     def _scope(self, node: cst.CSTNode) -> None:
+        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
+        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
         self.ctx.scopes.append(node)
+        name = getattr(node, "name", None)
+        if name is not None and guards.names_cuda(name.value):
+            self._guard(node.body)
+            return
         decorators = getattr(node, "decorators", ())
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
@@ -109,7 +115,7 @@ class _BatchedPass(cst.CSTVisitor):
         target = decorator.func if isinstance(decorator, cst.Call) else decorator
         name = (dotted_name(target) or "").lower()
         last = name.rsplit(".", 1)[-1]
-        if "cuda" in last or "gpu" in last:
+        if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
             sign = guards.classify(decorator.args[0].value, self.ctx.qualname)

@@ -87,15 +87,14 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
         first_user = min(top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users)
         index = _binding_index(module.body, first_user)
-        binding = cst.parse_statement(f"{settings.device_name} = {settings.device_expression}\n")
+        binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
         body = list(module.body)
         if index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines:
             # keep PEP 8's two blank lines between the new binding and a definition
             body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
-        if "torch" in settings.device_expression:
-            imports.append(ImportSpec("torch"))
+        imports.extend(settings.binding_imports())
     if imports or removable:
         context = CodemodContext()
         for spec in dict.fromkeys(imports):
@@ -141,6 +140,16 @@ class FixOutcome:
         return bool(self.applied)
 
 
+def lost_suffix(analysis: Analysis) -> str:
+    """What LibCST's code generation drops from the end of the analysed source: the final
+    newline of a file with CR-only line endings (``"a = 1\r"`` comes back as ``"a = 1"``).
+    The fixer puts it back; any other difference means the file cannot be rewritten safely."""
+    source, generated = analysis.ctx.source, analysis.module.code
+    if source.startswith(generated) and not source[len(generated):].strip("\r\n"):
+        return source[len(generated):]
+    raise FixError("LibCST does not reproduce this file exactly, so it is not rewritten; file left unchanged")
+
+
 def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutcome:
     """Fix until no applicable fix is left; ``outcome.source`` is ``source`` itself when nothing
     was applied. Raises ParserSyntaxError for an unparsable input and FixError for a bad fix."""
@@ -153,7 +162,7 @@ def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutco
         chosen = applicable(analysis.findings, unsafe)
         if not chosen:
             break
-        updated = apply_fixes(analysis, chosen)
+        updated = apply_fixes(analysis, chosen) + lost_suffix(analysis)
         if updated == current:
             break
         verify(updated, path)
@@ -171,7 +180,11 @@ def fix_info(raw: RawFinding, analysis: Analysis, with_edits: bool) -> FixInfo:
     fix = raw.fix
     info = FixInfo(applicability=fix.applicability.value, message=fix.message)
     if with_edits and (fix.replacements or fix.needs_device_binding):
-        info.edits = line_edits(analysis.module.code, apply_fixes(analysis, [raw]))
+        try:
+            suffix = lost_suffix(analysis)
+        except FixError:
+            return info  # no edits: the file cannot be rewritten exactly
+        info.edits = line_edits(analysis.ctx.source, apply_fixes(analysis, [raw]) + suffix)
     return info
 
 

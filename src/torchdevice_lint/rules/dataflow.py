@@ -1,0 +1,456 @@
+"""Dataflow: hazards that need to know where a tensor lives, from the device inference in
+``device_inference.py``. Each finding needs both sides known; unknown values are never reported."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import libcst as cst
+
+from ..core.rule import Applicability, Fix, Invalid, Rule, Valid
+from .common import display_only, keyword
+from .device_inference import Mix, Place, infer, value_at
+
+_CODE = cst.Module([])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _CODE.code_for_node(node)
+
+
+def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)))
+
+
+def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == name
+
+
+class NumpyOnDeviceTensor(Rule):
+    code = "TDV401"
+    name = "numpy-on-device-tensor"
+    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on a GPU machine"
+    fix_title = "Copy the tensor to the CPU before `.numpy()`"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `.numpy()` on a tensor known to have been moved to or created on a device "
+        "(`.cuda()`, `.to(device)`, `device=`, outputs of a module moved to a device) with no "
+        "`.cpu()` in between."
+    )
+    why = (
+        "`.numpy()` only works on CPU tensors: on a CUDA tensor it raises `TypeError: can't "
+        "convert cuda:0 device type tensor to numpy`, and on one that requires grad `RuntimeError: "
+        "Can't call numpy() on Tensor that requires grad`. Code tested on a CPU-only machine "
+        "passes and fails on the first GPU run."
+    )
+    fix_safety_note = (
+        "`.cpu()` is a no-op for CPU tensors, so the fix keeps the meaning on every device. "
+        "`.detach()` is inserted too unless the tensor is known not to require grad (made by a "
+        "factory, detached, or computed under `torch.no_grad()`); the array is the same."
+    )
+    triggers = (".numpy(",)
+    valid = (
+        Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.cpu().numpy())\n"),
+        Valid(
+            "import torch\nx = torch.ones(3)\nif torch.cuda.is_available():\n    x = x.cuda()\n"
+            "print(x.numpy())\n"
+        ),
+        Valid("def to_array(t):\n    return t.numpy()\n"),
+        Valid("import torch\n\ndef f(x, device):\n    x = x.to(device)\n    x = x.cpu()\n    return x.numpy()\n"),
+        Valid("import torch\nx = torch.ones(3).to(torch.float16)\ny = x.to('cpu', non_blocking=True)\nprint(x.numpy(), y.numpy())\n"),
+        Valid(
+            "import torch\n\nclass Runner:\n    def __init__(self):\n        self.buffer = torch.zeros(3).cuda()\n\n"
+            "    def reset(self):\n        self.buffer = torch.zeros(3)\n\n    def dump(self):\n        return self.buffer.numpy()\n"
+        ),
+        Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.numpy(force=True))\n"),
+        Valid(
+            "import torch\nx = torch.ones(2)\nfor batch in loader:\n    x = batch.cuda()\n    x = x.cpu()\nprint(x.numpy())\n"
+        ),
+    )
+    invalid = (
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(3).to(device)\nprint(x.numpy())\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(3).to(device)\nprint(x.cpu().numpy())\n",
+        ),
+        Invalid(
+            "import torch\n\ndef predict(model, batch, device):\n    model.to(device)\n    out = model(batch.to(device))\n    return out.numpy()\n",
+            fixed="import torch\n\ndef predict(model, batch, device):\n    model.to(device)\n    out = model(batch.to(device))\n    return out.detach().cpu().numpy()\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(4).cuda()\nfor _ in range(3):\n    x = x * 2\nprint(x.numpy())\n",
+            fixed="import torch\nx = torch.zeros(4).cuda()\nfor _ in range(3):\n    x = x * 2\nprint(x.cpu().numpy())\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Evaluator:\n    def __init__(self, model, device):\n        self.model = model.to(device)\n"
+            "        self.device = device\n\n    def predict(self, batch):\n        with torch.no_grad():\n"
+            "            logits = self.model(batch.to(self.device))\n        return logits.numpy()\n",
+            fixed="import torch\n\nclass Evaluator:\n    def __init__(self, model, device):\n        self.model = model.to(device)\n"
+            "        self.device = device\n\n    def predict(self, batch):\n        with torch.no_grad():\n"
+            "            logits = self.model(batch.to(self.device))\n        return logits.cpu().numpy()\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f(x, flag, device):\n    if flag:\n        y = x.to(device)\n    else:\n"
+            "        y = torch.zeros(3, device=device)\n    return y.numpy()\n",
+            fixed="import torch\n\ndef f(x, flag, device):\n    if flag:\n        y = x.to(device)\n    else:\n"
+            "        y = torch.zeros(3, device=device)\n    return y.detach().cpu().numpy()\n",
+        ),
+        Invalid(
+            'import torch\npred = torch.randn(2, 3, device="cuda").softmax(-1)\nprint(pred.detach().numpy())\n',
+            fixed='import torch\npred = torch.randn(2, 3, device="cuda").softmax(-1)\nprint(pred.detach().cpu().numpy())\n',
+        ),
+        Invalid(
+            "import torch\n\ndef split(x, y):\n    a, b = x.cuda(), y\n    return a.numpy(), (a + 1).numpy()\n",
+            fixed="import torch\n\ndef split(x, y):\n    a, b = x.cuda(), y\n    return a.detach().cpu().numpy(), (a + 1).detach().cpu().numpy()\n",
+            count=2,
+        ),
+    )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for event in infer(self.ctx).numpy_calls:
+            detach = not event.receiver.grad_free
+
+            def replace(updated: cst.Call, detach: bool = detach) -> cst.Call:
+                receiver = updated.func.value
+                if detach and not _is_method_call(receiver, "detach"):
+                    receiver = _method(receiver, "detach")
+                return updated.with_changes(func=updated.func.with_changes(value=_method(receiver, "cpu")))
+
+            title = "Insert `.detach().cpu()` before `.numpy()`" if detach else "Insert `.cpu()` before `.numpy()`"
+            self.report(event.call, fix=self.make_fix({event.call: replace}, message=title))
+
+
+def _device_keyword(expression: str):
+    device = cst.parse_expression(expression)
+
+    def add(updated: cst.Call) -> cst.Call:
+        if keyword(updated, "device") is not None or any(arg.star == "**" for arg in updated.args):
+            return updated
+        args = list(updated.args)
+        if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(
+            args=args + [cst.Arg(device, keyword=cst.Name("device"), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+            ))]
+        )
+
+    return add
+
+
+def _fix_device(rule: Rule, mix: Mix, factories: Sequence[cst.Call]) -> Optional[str]:
+    """An expression naming the device-side tensor's device that is valid where every factory
+    stands: a device-side operand's ``.device`` if it held the same value there, else the
+    ``device`` variable in scope when the other side is known to be on an accelerator."""
+    sites = infer(rule.ctx).factory_sites
+    if not factories or any(id(f) not in sites for f in factories):
+        return None
+    candidates = [] if mix.module_call else [mix.device_side]
+    candidates += list(mix.device_partners)
+    for operand in candidates:
+        if operand.key is None:
+            continue
+        if all(value_at(sites[id(f)], operand.key, mix.scope) == operand.value for f in factories):
+            return f"{operand.key}.device"
+    if mix.device_side.value.place == Place.MODULE:
+        for param in mix.scope.tensor_params:
+            held = [value_at(sites[id(f)], param, mix.scope) for f in factories]
+            if all(value is not None and value.place == Place.MODULE for value in held):
+                return f"{param}.device"
+    device_name = rule.ctx.settings.device_name
+    if mix.device_side.value.place == Place.DEVICE:
+        for factory in factories:
+            env = sites[id(factory)]
+            if device_name not in env:
+                return None
+            held = env[device_name]
+            if held is not None and held.device_spec != Place.DEVICE:
+                return None
+        return device_name
+    return None
+
+
+def _belongs_to_factory_rule(mix: Mix) -> bool:
+    """TDV403 reports CPU factories inside functions that receive tensors; TDV402 the rest."""
+    return mix.scope.tensor_function and all(side.value.origins for side in mix.cpu_sides)
+
+
+class MixedDeviceOperation(Rule):
+    code = "TDV402"
+    name = "mixed-device-operation"
+    message = "`{}` combines a tensor on a device with a CPU tensor: it raises on a GPU machine"
+    fix_title = "Create the CPU-side tensor on the other tensor's device"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks for operations (arithmetic, comparisons, `torch.cat`/`stack`/`matmul`..., "
+        "`F.linear`/losses, calls of a module) combining a tensor known to be on a device with a "
+        "tensor known to be on the CPU that is not 0-dim."
+    )
+    why = (
+        "Except for 0-dim CPU tensors and Python scalars, every tensor an operation takes must be "
+        "on one device: CUDA raises `Expected all tensors to be on the same device, but found at "
+        "least two devices, cuda:0 and cpu!`. A CPU-only test run cannot see it. Plain tensor "
+        "attributes set in `__init__` are a classic source: `model.to(device)` moves parameters "
+        "and buffers, not them."
+    )
+    fix_safety_note = (
+        "The fix gives the factory that made the CPU tensor `device=<the other tensor>.device` "
+        "(or the `device` in scope). It is unsafe because the tensor then lives on the device "
+        "wherever else it is used, e.g. a later `.numpy()` on it. Where the CPU side did not come "
+        "from a factory in reach (`torch.from_numpy`, `.cpu()`, a plain attribute set in "
+        "`__init__`) the fix is a suggestion only."
+    )
+    triggers = ("cuda", ".to(", "device", "forward", "Tensor")
+    valid = (
+        Valid("import torch\n\ndef f(x):\n    return x.cuda() * torch.tensor(0.5)\n"),
+        Valid("import torch\n\ndef f(x):\n    y = x.cuda()\n    return y * 2.0 + torch.zeros(())\n"),
+        Valid("import torch\n\ndef f(a, b):\n    return a.cuda() + b\n"),
+        Valid(
+            "import torch\n\ndef f(x, use_gpu):\n    if use_gpu:\n        x = x.cuda()\n    return x + torch.ones(3)\n"
+        ),
+        Valid("import torch\n\ndef f(x):\n    x = x.cuda()\n    return x[torch.arange(3)]\n"),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Scale(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            '        self.register_buffer("scale", torch.ones(3))\n\n    def forward(self, x):\n        return x * self.scale\n'
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Scale(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.scale = torch.ones(3)\n\n    def forward(self, x):\n        self.scale = self.scale.to(x.device)\n"
+            "        return x * self.scale\n"
+        ),
+        Valid("import torch\n\ndef f(x):\n    x = x.cuda()\n    return x + torch.zeros(3, device=x.device)\n"),
+        Valid(
+            "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 3)\nprepare(model)\nout = model(torch.ones(3).cuda())\n"
+        ),
+    )
+    invalid = (
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3)\ny = x + noise\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3, device=x.device)\ny = x + noise\n",
+        ),
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.randn(8, 3)\nmask = torch.ones(8, 3)\nx = x.to(device)\nout = x * mask\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.randn(8, 3)\nmask = torch.ones(8, 3, device=device)\nx = x.to(device)\nout = x * mask\n",
+        ),
+        Invalid(
+            "import torch\n\ndef train(device):\n    model = torch.nn.Linear(3, 1).to(device)\n    for step in range(10):\n"
+            "        inputs = torch.randn(4, 3)\n        loss = model(inputs).sum()\n",
+            fixed="import torch\n\ndef train(device):\n    model = torch.nn.Linear(3, 1).to(device)\n    for step in range(10):\n"
+            "        inputs = torch.randn(4, 3, device=device)\n        loss = model(inputs).sum()\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Scale(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.scale = torch.ones(3)\n\n    def forward(self, x):\n        return x * self.scale\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid(
+            "import torch\n\ndef join(emb, arr):\n    feats = torch.from_numpy(arr)\n    emb = emb.cuda()\n"
+            "    return torch.cat([emb, feats], dim=1)\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid(
+            "import torch\n\ndef accumulate(batches, device):\n    total = torch.zeros(10)\n    for batch in batches:\n"
+            "        total += batch.to(device)\n    return total\n",
+            fixed="import torch\n\ndef accumulate(batches, device):\n    total = torch.zeros(10, device=device)\n    for batch in batches:\n"
+            "        total += batch.to(device)\n    return total\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f(x, training):\n    x = x.cuda()\n    if training:\n        noise = torch.randn(4)\n"
+            "    else:\n        noise = torch.zeros(4)\n    return x + noise\n",
+            fixed="import torch\n\ndef f(x, training):\n    x = x.cuda()\n    if training:\n        noise = torch.randn(4, device=x.device)\n"
+            "    else:\n        noise = torch.zeros(4, device=x.device)\n    return x + noise\n",
+        ),
+        Invalid(
+            "import torch\n\ndef accuracy(logits, labels):\n    labels = labels.cuda()\n    return (labels == torch.tensor([1, 2, 3])).float().mean()\n",
+            fixed="import torch\n\ndef accuracy(logits, labels):\n    labels = labels.cuda()\n    return (labels == torch.tensor([1, 2, 3], device=labels.device)).float().mean()\n",
+        ),
+    )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for mix in infer(self.ctx).mixes:
+            if _belongs_to_factory_rule(mix):
+                continue
+            self.report(mix.node, self.message.format(_short(mix.node)), self.fix_for(mix))
+
+    def fix_for(self, mix: Mix) -> Fix:
+        stuck = sorted(set().union(*(side.value.stuck_attributes for side in mix.cpu_sides)))
+        if stuck:
+            names = ", ".join(f"`{name}`" for name in stuck)
+            return display_only(
+                self,
+                f"Register {names} in `__init__` with `self.register_buffer(...)` so that "
+                "`.to(device)` moves it with the module",
+            )
+        if mix.module_call and mix.device_side.value.place != Place.CPU and not all(s.value.origins for s in mix.cpu_sides):
+            return display_only(self, "Move the arguments to the module's device before the call")
+        factories = _factories(mix)
+        expression = _fix_device(self, mix, factories) if factories is not None else None
+        if expression is None:
+            return display_only(self, "Move the CPU tensor to the other tensor's device with `.to(...)`")
+        replace = _device_keyword(expression)
+        return self.make_fix({factory: replace for factory in factories}, message=f"Pass `device={expression}` to the factory")
+
+
+def _factories(mix: Mix) -> Optional[List[cst.Call]]:
+    factories: List[cst.Call] = []
+    for side in mix.cpu_sides:
+        if not side.value.origins:
+            return None
+        factories.extend(side.value.origins)
+    return sorted(set(factories), key=lambda call: id(call))
+
+
+def _short(node: cst.CSTNode, limit: int = 60) -> str:
+    text = " ".join(_code(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_constant(call: cst.Call) -> bool:
+    def constant(node: cst.BaseExpression) -> bool:
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return True
+        if isinstance(node, cst.UnaryOperation):
+            return constant(node.expression)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return all(constant(e.value) for e in node.elements)
+        return isinstance(node, cst.Attribute) and node.attr.value in {"float32", "float", "long", "int64", "bool"}
+
+    return all(constant(arg.value) for arg in call.args)
+
+
+class FactoryWithoutDevice(Rule):
+    code = "TDV403"
+    name = "factory-without-device"
+    message = "`{}` creates a CPU tensor in a function whose tensors are on the module's device"
+    fix_title = "Create it on the device of a tensor at hand"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks, inside `forward` and functions that receive tensors, for tensor factories "
+        "(`torch.zeros/ones/empty/full/rand*/arange/linspace/eye/tensor` with non-scalar data) "
+        "without `device=` whose result meets the function's tensors: an operation with them, or "
+        "a call of a submodule."
+    )
+    why = (
+        "The factory creates its tensor on the CPU whatever device the model was moved to, so the "
+        "operation raises `Expected all tensors to be on the same device` on a GPU machine. The "
+        "classic case is an RNN's initial state `h0 = torch.zeros(...)` in `forward`."
+    )
+    fix_safety_note = (
+        "The fix passes `device=<tensor>.device` of the tensor the result meets. It is unsafe "
+        "because the tensor then lives on that device everywhere it is used. For a constant, "
+        "registering it once in `__init__` with `self.register_buffer(...)` is often better."
+    )
+    triggers = ("forward", "Tensor")
+    valid = (
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
+            "        return x + torch.arange(x.size(1), device=x.device)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
+            "        return x + torch.zeros_like(x) + x.new_ones(x.shape)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Enc(nn.Module):\n    def forward(self, x):\n"
+            "        lengths = torch.tensor([len(s) for s in x])\n        return nn.utils.rnn.pack_padded_sequence(x, lengths)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Half(nn.Module):\n    def forward(self, x):\n"
+            "        return x * torch.tensor(0.5) + x[:, torch.arange(3)]\n"
+        ),
+        Valid("import torch\n\ndef make(n):\n    return torch.zeros(n) + torch.ones(n)\n"),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x, offset):\n"
+            "        return x + (torch.arange(5) + offset)\n"
+        ),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
+            "        if x.is_cuda:\n            pos = torch.arange(4).cuda()\n        else:\n            pos = torch.arange(4).to(x.device)\n"
+            "        return x + pos.to(x.device)\n"
+        ),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
+            "        pos = torch.arange(x.size(1))\n        return x + pos\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
+            "        pos = torch.arange(x.size(1), device=x.device)\n        return x + pos\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Encoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 16, batch_first=True)\n\n    def forward(self, x):\n"
+            "        h0 = torch.zeros(1, x.size(0), 16)\n        c0 = torch.zeros(1, x.size(0), 16)\n"
+            "        out, _ = self.lstm(x, (h0, c0))\n        return out\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Encoder(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 16, batch_first=True)\n\n    def forward(self, x):\n"
+            "        h0 = torch.zeros(1, x.size(0), 16, device=x.device)\n        c0 = torch.zeros(1, x.size(0), 16, device=x.device)\n"
+            "        out, _ = self.lstm(x, (h0, c0))\n        return out\n",
+            count=2,
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x):\n"
+            "        weights = torch.tensor([0.2, 0.3, 0.5])\n        return (x * weights).sum(-1)\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x):\n"
+            "        weights = torch.tensor([0.2, 0.3, 0.5], device=x.device)\n        return (x * weights).sum(-1)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Noisy(nn.Module):\n    def forward(self, x):\n        outputs = []\n"
+            "        for t in range(x.size(1)):\n            noise = torch.randn(x.size(0), 4)\n            outputs.append(x[:, t] + noise)\n"
+            "        return torch.stack(outputs, 1)\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Noisy(nn.Module):\n    def forward(self, x):\n        outputs = []\n"
+            "        for t in range(x.size(1)):\n            noise = torch.randn(x.size(0), 4, device=x.device)\n            outputs.append(x[:, t] + noise)\n"
+            "        return torch.stack(outputs, 1)\n",
+        ),
+        Invalid(
+            "import torch\n\ndef add_noise(images: torch.Tensor, scale: float) -> torch.Tensor:\n"
+            "    return images + scale * torch.randn(images.shape)\n",
+            fixed="import torch\n\ndef add_noise(images: torch.Tensor, scale: float) -> torch.Tensor:\n"
+            "    return images + scale * torch.randn(images.shape, device=images.device)\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.proj = nn.Linear(8, 4)\n\n    def forward(self, x):\n        x = self.proj(x)\n"
+            "        bias = torch.ones(x.size(-1))\n        return x + bias\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.proj = nn.Linear(8, 4)\n\n    def forward(self, x):\n        x = self.proj(x)\n"
+            "        bias = torch.ones(x.size(-1), device=x.device)\n        return x + bias\n",
+        ),
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Drop(nn.Module):\n    def forward(self, x):\n        if self.training:\n"
+            "            keep = torch.rand(x.shape) > 0.1\n        else:\n            keep = torch.ones(x.shape)\n        return x * keep\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Drop(nn.Module):\n    def forward(self, x):\n        if self.training:\n"
+            "            keep = torch.rand(x.shape, device=x.device) > 0.1\n        else:\n            keep = torch.ones(x.shape, device=x.device)\n        return x * keep\n",
+            count=2,
+        ),
+    )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        reported: Dict[int, cst.Call] = {}
+        for mix in infer(self.ctx).mixes:
+            if not _belongs_to_factory_rule(mix):
+                continue
+            for factory in _factories(mix) or ():
+                if id(factory) in reported:
+                    continue
+                reported[id(factory)] = factory
+                self.report(factory, self.message_for(factory), self.fix_for(mix, factory))
+
+    def message_for(self, factory: cst.Call) -> str:
+        message = self.message.format(_short(factory))
+        if _is_constant(factory):
+            message += "; as a constant it could be registered once in `__init__` with `self.register_buffer(...)`"
+        return message
+
+    def fix_for(self, mix: Mix, factory: cst.Call) -> Fix:
+        expression = _fix_device(self, mix, [factory])
+        if expression is None:
+            return display_only(self, "Pass `device=` of a tensor the function receives")
+        return self.make_fix({factory: _device_keyword(expression)}, message=f"Pass `device={expression}`")
+
+
+RULES = (NumpyOnDeviceTensor, MixedDeviceOperation, FactoryWithoutDevice)
