@@ -17,7 +17,7 @@ from .cache import ResultCache, content_hash
 from .engine import Engine
 from .findings import FileResult
 from .runner import check_file
-from .sources import SourceError, decode
+from .sources import SourceError, SourceFile, read_source
 
 #: Below this many files per worker the pool is not started.
 MIN_FILES_PER_WORKER = 4
@@ -34,21 +34,11 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _check_bytes(engine: Engine, path: str, raw: Optional[bytes], with_edits: bool) -> FileResult:
-    if raw is None:
-        return check_file(engine, path, with_edits)  # reports the read error
+def _read(path: str) -> Optional[SourceFile]:
+    """The decoded file, or None when it cannot be read: ``check_file`` then reports why."""
     try:
-        source = decode(path, raw)
+        return read_source(path)
     except SourceError:
-        return check_file(engine, path, with_edits)  # reports the decoding error
-    return check_file(engine, path, with_edits, source=source)
-
-
-def _read(path: str) -> Optional[bytes]:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
         return None
 
 
@@ -57,8 +47,8 @@ def _start_worker(engine: Engine) -> None:
     _worker_engine = engine
 
 
-def _check_batch(batch: Sequence[Tuple[int, str, bytes]], with_edits: bool) -> List[Tuple[int, FileResult]]:
-    return [(index, _check_bytes(_worker_engine, path, raw, with_edits)) for index, path, raw in batch]
+def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
+    return [(index, check_file(_worker_engine, path, with_edits, source=source)) for index, path, source in batch]
 
 
 def _pool_context():
@@ -77,37 +67,37 @@ def check_paths(
     """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling ``cache``."""
     jobs = jobs or available_cores()
     results: List[Optional[FileResult]] = [None] * len(paths)
-    pending: List[Tuple[int, str, Optional[bytes]]] = []
+    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
     digests = {}
     for index, path in enumerate(paths):
-        raw = _read(path)
-        if cache is not None and raw is not None:
-            digest = digests[index] = content_hash(raw)
+        source = _read(path)
+        if cache is not None and source is not None:
+            digest = digests[index] = content_hash(source.raw)
             cached = cache.get(path, digest)
             if cached is not None:
                 results[index] = cached
                 continue
-        pending.append((index, path, raw))
+        pending.append((index, path, source))
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
         for index, result in _check_in_pool(engine, pending, with_edits, workers):
             results[index] = result
     else:
-        for index, path, raw in pending:
-            results[index] = _check_bytes(engine, path, raw, with_edits)
+        for index, path, source in pending:
+            results[index] = check_file(engine, path, with_edits, source=source)
 
     if cache is not None:
-        for index, path, raw in pending:
+        for index, path, source in pending:
             result = results[index]
-            if raw is not None and result.error is None:
+            if source is not None and result.error is None:
                 cache.put(path, digests[index], result)
         cache.save()
     return results
 
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
-    largest_first = sorted(pending, key=lambda item: -len(item[2] or b""))
+    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
     batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
     with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine,)) as pool:
