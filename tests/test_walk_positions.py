@@ -5,7 +5,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from torchdevice_lint.core.positions import statement_positions
+from torchdevice_lint.core.positions import node_positions, statement_positions
 from torchdevice_lint.core.walk import TRIVIA_TYPES, walk
 
 SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
@@ -92,3 +92,12 @@ def test_positions_of_chosen_statements_equal_position_provider():
     expected_nodes = [n for statement in chosen for n in _subtree(statement)]
     assert expected_nodes and all(positions[n] == reference[n] for n in expected_nodes)
     assert all(positions[n] == reference[n] for n in positions)
+
+
+def test_nodes_reported_away_from_their_statement_still_get_positions():
+    module = cst.parse_module(SAMPLE)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    late = [n for n in _subtree(module.body[-3]) if isinstance(n, cst.Name)][-1]  # reported at leave_Module
+    placed = [n for n in _subtree(module.body[1]) if isinstance(n, cst.Name)][0]
+    positions = node_positions(module, [(late, late), (placed, module.body[1])])
+    assert positions[late] == reference[late] and positions[placed] == reference[placed]

@@ -20,7 +20,7 @@ from . import guards
 from .config import Settings
 from .context import FileContext, RawFinding, dotted_name
 from .findings import FileError, FileResult, Finding, Location
-from .positions import statement_positions
+from .positions import node_positions
 from .registry import all_rules
 from .rule import Rule
 from .walk import TRIVIA_TYPES, walk
@@ -219,7 +219,7 @@ class Engine:
         positions: dict = {}
         findings = ctx.findings
         if findings:
-            positions = statement_positions(module, [raw.top_statement for raw in findings])
+            positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
             findings = _unsuppressed(findings, positions, source)
         return Analysis(module, ctx, findings, positions)
 

@@ -11,12 +11,14 @@ after the last one are not generated at all.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+
+from .walk import TRIVIA_TYPES, walk
 
 
 class _Positions:
@@ -69,3 +71,45 @@ def statement_positions(module: cst.Module, statements: Iterable[cst.CSTNode]) -
             statement._codegen(counter)
             next_line += _line_breaks("".join(counter.tokens))
     return positions._computed
+
+
+def node_positions(
+    module: cst.Module, nodes: Sequence[Tuple[cst.CSTNode, cst.CSTNode]]
+) -> Dict[cst.CSTNode, CodeRange]:
+    """Ranges covering each ``(node, top-level statement holding it)``. A node reported after
+    the walk left its statement (at the end of the module) comes with no such statement: the
+    statements holding those are found by one cheap walk, stopping at the last one."""
+    body = {id(statement) for statement in module.body}
+    statements = [statement for _, statement in nodes if id(statement) in body]
+    unplaced = {id(node) for node, statement in nodes if id(statement) not in body}
+    if unplaced:
+        statements.extend(_statements_holding(module, unplaced))
+    return statement_positions(module, statements)
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, wanted: Set[int]) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.wanted:
+            self.wanted.discard(id(node))
+            self.found = True
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        return None
+
+
+def _statements_holding(module: cst.Module, wanted: Set[int]) -> List[cst.CSTNode]:
+    holding = []
+    for statement in module.body:
+        if not wanted:
+            break
+        finder = _Finder(wanted)
+        walk(statement, finder, skip=TRIVIA_TYPES)
+        if finder.found:
+            holding.append(statement)
+    return holding
