@@ -7,7 +7,6 @@ Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from pathlib import Path
