@@ -9,17 +9,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import List, Optional, Sequence
 
 from . import __version__
+from .core.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .core.config import ConfigError, Settings, load_settings, split_codes
 from .core.docs import rule_page, write_rule_docs
 from .core.engine import Engine
 from .core.findings import FileResult
 from .core.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
+from .core.parallel import check_paths
 from .core.progress import Progress
 from .core.registry import all_rules, rule_by_code
-from .core.runner import check_file, check_files, fix_file
+from .core.runner import check_file, fix_file
 from .core.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -95,6 +98,9 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     _selection_options(check)
     check.add_argument("--output-format", choices=sorted(FORMATS), default="full",
                        help="full (code frames), concise, json, github (Actions annotations), sarif, junit")
+    check.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to check files with (default: one per core)")
+    check.add_argument("--no-cache", action="store_true", help="check every file again instead of reusing results of unchanged files")
+    check.add_argument("--cache-dir", help=f"where results are kept between runs (default: {CACHE_DIR_NAME} in the project root)")
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
@@ -142,9 +148,12 @@ def _check_command(args: argparse.Namespace) -> int:
         missing: List[str] = []
     else:
         files, missing = _discover(args.paths, settings)
+        cache = None
+        if not args.no_cache:
+            cache = ResultCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings), settings, with_edits)
         progress = Progress(len(files), sys.stderr)
         try:
-            results = check_files(engine, files, with_edits, on_done=progress.advance)
+            results = check_paths(engine, files, with_edits, jobs=args.jobs, cache=cache, on_done=progress.advance)
         finally:
             progress.close()
         sources = _texts(results)

@@ -40,21 +40,6 @@ def check_file(engine: Engine, path: str, with_edits: bool = False, source: Opti
         return FileResult(path, error=_internal_error(path, error))
 
 
-def check_files(
-    engine: Engine,
-    paths: Sequence[str],
-    with_edits: bool = False,
-    on_done: Optional[Callable[[str], None]] = None,
-) -> List[FileResult]:
-    """Check each path; ``on_done(path)`` is called after each file (the progress display)."""
-    results = []
-    for path in paths:
-        results.append(check_file(engine, path, with_edits))
-        if on_done is not None:
-            on_done(path)
-    return results
-
-
 @dataclass
 class FixResult:
     path: str
