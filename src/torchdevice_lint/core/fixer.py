@@ -24,6 +24,11 @@ class FixError(Exception):
     """A fix would have produced code that does not parse or compile; nothing is written."""
 
 
+class UnreproducibleSource(FixError):
+    """LibCST's code generation does not give back the file it parsed (it drops a trailing
+    comment block with mixed line endings, for one), so rewriting it would lose code."""
+
+
 class _ReplaceNodes(cst.CSTTransformer):
     def __init__(self, replacements: Dict[int, list]) -> None:
         super().__init__()
@@ -149,7 +154,7 @@ def lost_suffix(analysis: Analysis) -> str:
     source, generated = analysis.ctx.source, analysis.module.code
     if source.startswith(generated) and not source[len(generated):].strip("\r\n"):
         return source[len(generated):]
-    raise FixError("LibCST does not reproduce this file exactly, so it is not rewritten; file left unchanged")
+    raise UnreproducibleSource("LibCST does not reproduce this file exactly, so it is not rewritten; file left unchanged")
 
 
 def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutcome:
@@ -184,7 +189,7 @@ def fix_info(raw: RawFinding, analysis: Analysis, with_edits: bool) -> FixInfo:
     if with_edits and (fix.replacements or fix.needs_device_binding):
         try:
             suffix = lost_suffix(analysis)
-        except FixError:
+        except UnreproducibleSource:
             return info  # no edits: the file cannot be rewritten exactly
         info.edits = line_edits(analysis.ctx.source, apply_fixes(analysis, [raw]) + suffix)
     return info

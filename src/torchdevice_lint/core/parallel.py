@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from .cache import ResultCache, content_hash
 from .engine import Engine
@@ -63,8 +63,10 @@ def check_paths(
     with_edits: bool = False,
     jobs: int = 0,
     cache: Optional[ResultCache] = None,
+    on_done: Callable[[str], None] = lambda path: None,
 ) -> List[FileResult]:
-    """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling ``cache``."""
+    """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling
+    ``cache``; ``on_done(path)`` follows each file (the progress display)."""
     jobs = jobs or available_cores()
     results: List[Optional[FileResult]] = [None] * len(paths)
     pending: List[Tuple[int, str, Optional[SourceFile]]] = []
@@ -76,6 +78,7 @@ def check_paths(
             cached = cache.get(path, digest)
             if cached is not None:
                 results[index] = cached
+                on_done(path)
                 continue
         pending.append((index, path, source))
 
@@ -83,9 +86,11 @@ def check_paths(
     if workers > 1:
         for index, result in _check_in_pool(engine, pending, with_edits, workers):
             results[index] = result
+            on_done(result.filename)
     else:
         for index, path, source in pending:
             results[index] = check_file(engine, path, with_edits, source=source)
+            on_done(path)
 
     if cache is not None:
         for index, path, source in pending:

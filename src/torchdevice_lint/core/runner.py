@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import libcst as cst
 
@@ -38,10 +38,6 @@ def check_file(engine: Engine, path: str, with_edits: bool = False, source: Opti
         return FileResult(path, error=_source_error(path, error))
     except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
         return FileResult(path, error=_internal_error(path, error))
-
-
-def check_files(engine: Engine, paths: Sequence[str], with_edits: bool = False) -> List[FileResult]:
-    return [check_file(engine, path, with_edits) for path in paths]
 
 
 @dataclass
