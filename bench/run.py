@@ -2,7 +2,7 @@
 issue 6 sets targets for. Nothing here asserts: the figures go into bench/README.md.
 
     python bench/run.py                      # defaults sized for about 15 minutes on 2 cores
-    python bench/run.py --share 1 --flake8-share 1 --torchfix-share 0.05
+    python bench/run.py --share 1 --flake8-share 1 --torchfix-share 0.1   # the whole corpus
 
 Every measurement is a fresh child process, timed by wall clock and by the CPU seconds
 (user + system, its own children included) and peak resident memory that ``os.wait4`` reports
@@ -58,7 +58,8 @@ class Measurement:
 
 
 def measure(label: str, command: Sequence[str], files: Sequence[Path], cwd: Optional[Path] = None) -> Measurement:
-    """Run ``command`` to completion; its output is discarded (exit codes 0/1 are findings)."""
+    """Run ``command`` to completion; its output is discarded. Exit codes 0 and 1 (findings) are
+    fine; 2 only says some files could not be checked, which is printed and timed all the same."""
     with tempfile.TemporaryFile(dir=TOOLS_DIR) as errors:
         start = time.perf_counter()
         child = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
@@ -67,7 +68,10 @@ def measure(label: str, command: Sequence[str], files: Sequence[Path], cwd: Opti
         exit_code = os.waitstatus_to_exitcode(status)
         if exit_code not in (0, 1):
             errors.seek(0)
-            raise RuntimeError(f"{label}: exit {exit_code}: {errors.read().decode(errors='replace')[-2000:]}")
+            message = f"{label}: exit {exit_code}: {errors.read().decode(errors='replace')[-1500:]}"
+            if exit_code != 2:
+                raise RuntimeError(message)
+            print(f"  note: {message}", file=sys.stderr)
     lines = sum(line_count(path) for path in files)
     result = Measurement(label, len(files), lines, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
     print(f"  {label:44} {wall:8.2f} s wall {result.cpu:8.2f} s cpu", file=sys.stderr, flush=True)
@@ -179,8 +183,8 @@ def _table(rows: Sequence[Measurement], ratios, files, corpus) -> List[str]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--projects", nargs="*", default=None, help=f"corpus projects (default all: {', '.join(PROJECTS)})")
-    parser.add_argument("--share", type=float, default=0.5, help="share of the corpus for parse/check runs (default 0.5)")
-    parser.add_argument("--flake8-share", type=float, default=0.25, help="share for the flake8 runs (0 skips them)")
+    parser.add_argument("--share", type=float, default=0.3, help="share of the corpus for parse/check runs (default 0.3)")
+    parser.add_argument("--flake8-share", type=float, default=0.15, help="share for the flake8 runs (0 skips them)")
     parser.add_argument("--torchfix-share", type=float, default=0.03, help="share for the TorchFix comparison (0 skips it)")
     args = parser.parse_args(argv)
     print("\n".join(run(args)))

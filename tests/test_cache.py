@@ -111,3 +111,13 @@ def test_cli_keeps_a_disposable_cache_in_the_project_root_unless_told_not_to(tmp
     subprocess.run(["rm", "-r", str(cache_dir)], check=True)
     uncached = _lint("check", "--no-cache", "--output-format", "json", "src", cwd=tmp_path)
     assert uncached.stdout == first.stdout and not cache_dir.exists()
+
+
+def test_files_that_cannot_be_analysed_are_answered_from_the_cache_too(tmp_path, monkeypatch):
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch\ndef f(:\n    x.cuda()\n")
+    cold = _check([str(broken)], tmp_path / "cache")
+    checked = _count_checks(monkeypatch)
+    warm = _check([str(broken)], tmp_path / "cache")
+    assert checked == [] and cold[0].error is not None
+    assert str(warm[0].error) == str(cold[0].error)

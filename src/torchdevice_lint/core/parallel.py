@@ -94,9 +94,8 @@ def check_paths(
 
     if cache is not None:
         for index, path, source in pending:
-            result = results[index]
-            if source is not None and result.error is None:
-                cache.put(path, digests[index], result)
+            if source is not None:  # the result, even an error, follows from bytes and build
+                cache.put(path, digests[index], results[index])
         cache.save()
     return results
 
