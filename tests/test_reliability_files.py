@@ -289,22 +289,22 @@ def test_sigint_during_a_write_is_held_until_the_file_is_complete(tmp_path, monk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
 
 
-def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, monkeypatch):
+def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, capsys, monkeypatch):
     paths = []
     for index in range(3):
         path = tmp_path / f"m{index}.py"
         path.write_text("import torch\nstate = torch.load('a.pt')\n")
         paths.append(str(path))
-    real_fix_file = runner.fix_file
+    real_fix_file = cli.fix_file
 
     def fix_file_then_interrupt(*args, **kwargs):
         result = real_fix_file(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
         return result
 
-    monkeypatch.setattr(runner, "fix_file", fix_file_then_interrupt)
-    results, interrupted = runner.fix_files(Engine(), paths, unsafe=False, write=True)
-    assert interrupted
-    assert [r.path for r in results] == paths[:1]
+    monkeypatch.setattr(cli, "fix_file", fix_file_then_interrupt)
+    code, _, err = run_fix(capsys, *paths)
+    assert code == 130
+    assert "interrupted" in err
     assert ["map_location" in open(path).read() for path in paths] == [True, False, False]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

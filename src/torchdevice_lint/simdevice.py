@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
 
 SIMULATED_TYPE = "cuda"
 DEVICE_NAME = "Simulated CUDA (torchdevice-lint, tensors live on the CPU)"
@@ -135,17 +136,32 @@ def _inputs_device(func: Callable, tensors) -> Optional[torch.device]:
     return found
 
 
-class _SavedStorages:
-    """Storages of tagged tensors in the object ``torch.save`` is writing, so that the file
-    records them at ``cuda:0`` as a GPU machine would."""
+_SAVED_POINTERS_ATTRIBUTE = "_torchdevice_lint_simulated_storages"
 
-    pointers: "set[int]" = set()
 
-    @classmethod
-    def location(cls, storage) -> Optional[str]:
-        if isinstance(storage, torch.UntypedStorage) and storage.data_ptr() in cls.pointers:
-            return str(_SIMULATED)
-        return None
+def _simulated_location(pointers: "set[int]", storage) -> Optional[str]:
+    if isinstance(storage, torch.UntypedStorage) and storage.data_ptr() in pointers:
+        return str(_SIMULATED)
+    return None
+
+
+def _saved_pointers() -> "set[int]":
+    """Storages of tagged tensors in the object a simulated ``torch.save`` is writing, so that
+    the file records them at ``cuda:0`` as a GPU machine would.
+
+    torch cannot unregister a location tagger, so one is registered per process and its set is
+    kept on ``torch.serialization``, which outlives re-imports of this module (pytester drops
+    and re-imports it); the set is empty, and the tagger inert, outside a simulated save."""
+    pointers = getattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, None)
+    if pointers is None:
+        pointers = set()
+        setattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, pointers)
+        torch.serialization.register_package(
+            1,  # ahead of torch's own cpu tagger (priority 10)
+            functools.partial(_simulated_location, pointers),
+            lambda storage, location: None,
+        )
+    return pointers
 
 
 class SimulatedCudaMode(TorchFunctionMode):
@@ -154,6 +170,8 @@ class SimulatedCudaMode(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         tensor = torch.Tensor
+        self.default_device: Optional[torch.device] = None
+        self._factories = _device_constructors()
         self._handlers: Dict[Any, Callable] = {
             tensor.to: self._to,
             tensor.cuda: self._cuda,
@@ -165,6 +183,7 @@ class SimulatedCudaMode(TorchFunctionMode):
             tensor.copy_: self._copy,
             tensor.__getitem__: self._getitem,
             tensor.__setitem__: self._setitem,
+            tensor.type: self._type,
         }
         # Functions that compare or relate tensors without computing on them together.
         self._cross_device = {torch._has_compatible_shallow_copy_type, tensor.is_set_to}
@@ -201,7 +220,12 @@ class SimulatedCudaMode(TorchFunctionMode):
         return self._generic(func, args, kwargs)
 
     def _generic(self, func, args, kwargs):
-        explicit = _resolve(kwargs["device"]) if "device" in kwargs else None
+        if "device" in kwargs:
+            explicit = _resolve(kwargs["device"])
+        elif self.default_device is not None and func in self._factories:
+            explicit = self.default_device
+        else:
+            explicit = None
         source = _inputs_device(func, _tensors((args, kwargs)))
         if explicit is not None and explicit.type == SIMULATED_TYPE:
             kwargs = dict(kwargs, device=_CPU)
@@ -253,6 +277,16 @@ class SimulatedCudaMode(TorchFunctionMode):
             raise RuntimeError("cannot pin 'torch.cuda.FloatTensor' only dense CPU tensors can be pinned")
         return args[0].clone()
 
+    def _type(self, func, args, kwargs):
+        tensor = args[0]
+        requested = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+        if requested is None:
+            return f"torch.cuda.{_legacy_name(tensor.dtype)}" if _Tags.has(tensor) else func(*args, **kwargs)
+        dtype = _legacy_cuda_dtype(requested)
+        if dtype is not None:
+            return self._move(tensor, _SIMULATED, dtype)
+        return self._move(tensor, _CPU, func(tensor.detach()[:0], requested).dtype)
+
     def _copy(self, func, args, kwargs):
         func(*args, **kwargs)
         return args[0]
@@ -269,6 +303,80 @@ class SimulatedCudaMode(TorchFunctionMode):
         if isinstance(value, torch.Tensor):
             _inputs_device(func, [tensor, value])
         return func(*args, **kwargs)
+
+
+_LEGACY_DTYPES = {
+    "FloatTensor": torch.float32,
+    "DoubleTensor": torch.float64,
+    "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16,
+    "ByteTensor": torch.uint8,
+    "CharTensor": torch.int8,
+    "ShortTensor": torch.int16,
+    "IntTensor": torch.int32,
+    "LongTensor": torch.int64,
+    "BoolTensor": torch.bool,
+}
+
+
+class _LegacyCudaType(type):
+    """``torch.cuda.FloatTensor`` and friends: calling one builds the CPU legacy tensor and tags
+    it; ``isinstance`` checks the tag and the dtype."""
+
+    def __call__(cls, *args, **kwargs):
+        return _set_tag(getattr(torch, cls.__name__)(*args, **kwargs), _SIMULATED)
+
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, torch.Tensor) and _Tags.has(instance) and instance.dtype == cls.dtype
+
+
+def _legacy_cuda_types() -> Dict[str, type]:
+    return {
+        name: _LegacyCudaType(name, (), {"dtype": dtype, "__module__": "torch.cuda"})
+        for name, dtype in _LEGACY_DTYPES.items()
+    }
+
+
+def _legacy_cuda_dtype(tensor_type: Any) -> Optional[torch.dtype]:
+    """The dtype of ``torch.cuda.XTensor`` given as the class or its name, else None."""
+    if isinstance(tensor_type, _LegacyCudaType):
+        return tensor_type.dtype
+    if isinstance(tensor_type, str) and tensor_type.startswith("torch.cuda."):
+        return _LEGACY_DTYPES.get(tensor_type[len("torch.cuda."):])
+    return None
+
+
+def _legacy_name(dtype: torch.dtype) -> str:
+    return next(name for name, known in _LEGACY_DTYPES.items() if known == dtype)
+
+
+def _simulated_set_default_tensor_type(real: Callable, mode: "SimulatedCudaMode") -> Callable:
+    @functools.wraps(real)
+    def set_default_tensor_type(tensor_type):
+        dtype = _legacy_cuda_dtype(tensor_type)
+        if dtype is None:
+            mode.default_device = None
+            return real(tensor_type)
+        torch.set_default_dtype(dtype)
+        mode.default_device = _SIMULATED
+
+    return set_default_tensor_type
+
+
+def _simulated_set_default_device(real: Callable, mode: "SimulatedCudaMode") -> Callable:
+    """torch keeps its own default-device mode at the bottom of the mode stack, below the
+    simulation, so a simulated default device is applied by the simulation itself."""
+
+    @functools.wraps(real)
+    def set_default_device(device):
+        resolved = _resolve(device)
+        if resolved is not None and resolved.type == SIMULATED_TYPE:
+            mode.default_device = _SIMULATED
+            return real(None)
+        mode.default_device = None
+        return real(device)
+
+    return set_default_device
 
 
 class _SimulatedEvent:
@@ -354,6 +462,7 @@ def _device_name(device: Any = None) -> str:
 
 def _cuda_patches() -> Dict[str, Any]:
     return {
+        **_legacy_cuda_types(),
         "is_available": lambda: True,
         "is_initialized": lambda: True,
         "device_count": lambda: 1,
@@ -412,13 +521,14 @@ def _saved_tensors(obj: Any) -> Iterator[torch.Tensor]:
 def _simulated_save(real_save: Callable) -> Callable:
     @functools.wraps(real_save)
     def save(obj, f, *args, **kwargs):
-        _SavedStorages.pointers = {
+        pointers = _saved_pointers()
+        pointers.update(
             tensor.untyped_storage().data_ptr() for tensor in _saved_tensors(obj) if _Tags.has(tensor)
-        }
+        )
         try:
             return real_save(obj, f, *args, **kwargs)
         finally:
-            _SavedStorages.pointers = set()
+            pointers.clear()
 
     return save
 
@@ -464,34 +574,29 @@ def _patched(module: Any, replacements: Dict[str, Any]) -> Iterator[None]:
             setattr(module, name, value)
 
 
-_SERIALIZATION_PRIORITY = 1  # ahead of torch's own cpu tagger (priority 10)
-_serialization_registered = False
-
-
-def _register_save_tagger() -> None:
-    """torch.serialization has no way to unregister a package; the tagger answers only while a
-    simulated ``torch.save`` runs, so it is inert outside a simulation."""
-    global _serialization_registered
-    if not _serialization_registered:
-        torch.serialization.register_package(
-            _SERIALIZATION_PRIORITY, _SavedStorages.location, lambda storage, location: None
-        )
-        _serialization_registered = True
-
-
 @contextlib.contextmanager
 def simulated_cuda() -> Iterator[torch.device]:
     """Make this process look like a machine with one CUDA device; yields that device."""
     if torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
         raise RuntimeError("a real CUDA device is present; simulating one would hide it")
-    _register_save_tagger()
+    mode = SimulatedCudaMode()
     with contextlib.ExitStack() as stack:
         stack.enter_context(_patched(torch.cuda, _cuda_patches()))
         stack.enter_context(_patched(torch.accelerator, _accelerator_patches()))
         stack.enter_context(
-            _patched(torch, {"load": _simulated_load(torch.load), "save": _simulated_save(torch.save)})
+            _patched(
+                torch,
+                {
+                    "load": _simulated_load(torch.load),
+                    "save": _simulated_save(torch.save),
+                    "set_default_tensor_type": _simulated_set_default_tensor_type(
+                        torch.set_default_tensor_type, mode
+                    ),
+                    "set_default_device": _simulated_set_default_device(torch.set_default_device, mode),
+                },
+            )
         )
-        stack.enter_context(SimulatedCudaMode())
+        stack.enter_context(mode)
         yield _SIMULATED
 
 

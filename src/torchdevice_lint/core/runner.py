@@ -11,7 +11,7 @@ import difflib
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional
 
 import libcst as cst
 
@@ -41,10 +41,6 @@ def check_file(engine: Engine, path: str, with_edits: bool = False, source: Opti
         return FileResult(path, error=_source_error(path, error))
     except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
         return FileResult(path, error=_internal_error(path, error))
-
-
-def check_files(engine: Engine, paths: Sequence[str], with_edits: bool = False) -> List[FileResult]:
-    return [check_file(engine, path, with_edits) for path in paths]
 
 
 @dataclass
@@ -96,18 +92,6 @@ class StopOnInterrupt:
     def __exit__(self, *exc_info) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
-
-
-def fix_files(engine: Engine, paths: Sequence[str], unsafe: bool, write: bool) -> Tuple[List[FixResult], bool]:
-    """Fix the files in order; the flag says the run was interrupted (SIGINT) and stopped
-    early, leaving each file either as it was or completely fixed."""
-    results = []
-    with StopOnInterrupt() as stop:
-        for path in paths:
-            if stop.requested:
-                break
-            results.append(fix_file(engine, path, unsafe, write))
-    return results, stop.requested
 
 
 def fix_file(

@@ -364,6 +364,12 @@ class FactoryWithoutDevice(Rule):
             "        return x * torch.tensor(0.5) + x[:, torch.arange(3)]\n"
         ),
         Valid("import torch\n\ndef make(n):\n    return torch.zeros(n) + torch.ones(n)\n"),
+        Valid("import torch\n\ndef pad(speech: torch.Tensor, n: int):\n    return torch.cat([speech, torch.zeros(n)])\n"),
+        Valid(
+            "import torch\nfrom torch import nn\n\nclass Loss(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.ctc = nn.CTCLoss()\n\n    def forward(self, log_probs, n):\n"
+            "        return self.ctc(log_probs, torch.arange(1, n).unsqueeze(0), (n,), (n,))\n"
+        ),
         Valid(
             "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x, offset):\n"
             "        return x + (torch.arange(5) + offset)\n"
@@ -407,10 +413,12 @@ class FactoryWithoutDevice(Rule):
             "        return torch.stack(outputs, 1)\n",
         ),
         Invalid(
-            "import torch\n\ndef add_noise(images: torch.Tensor, scale: float) -> torch.Tensor:\n"
-            "    return images + scale * torch.randn(images.shape)\n",
-            fixed="import torch\n\ndef add_noise(images: torch.Tensor, scale: float) -> torch.Tensor:\n"
-            "    return images + scale * torch.randn(images.shape, device=images.device)\n",
+            "import torch\nfrom torch import nn\n\nclass Noise(nn.Module):\n"
+            "    def forward(self, images: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:\n"
+            "        return images + mask * scale * torch.randn(images.shape)\n",
+            fixed="import torch\nfrom torch import nn\n\nclass Noise(nn.Module):\n"
+            "    def forward(self, images: torch.Tensor, mask: torch.Tensor, scale: float) -> torch.Tensor:\n"
+            "        return images + mask * scale * torch.randn(images.shape, device=images.device)\n",
         ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass Head(nn.Module):\n    def __init__(self):\n        super().__init__()\n"

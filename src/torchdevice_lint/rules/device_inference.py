@@ -62,6 +62,8 @@ class Value:
     moved_in_place: bool = False
     #: An ``nn.Parameter``: it moves with its module.
     parameter: bool = False
+    #: For modules: the class name (``LSTM``), which tells which call arguments must match.
+    constructor: Optional[str] = None
     #: For CPU values: the factory calls without ``device=`` that made it (a fix gives them
     #: ``device=``); None when some part did not come from such a factory.
     origins: Optional[frozenset] = None
@@ -198,6 +200,7 @@ _AUG_OPERATORS = (
     cst.ModuloAssign, cst.PowerAssign, cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign,
     cst.MatrixMultiplyAssign,
 )
+_RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
 _SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
 #: Module methods that leave the module where it is.
 _MODULE_KEEPING_METHODS = {"train", "eval", "parameters", "named_parameters", "zero_grad", "state_dict", "load_state_dict", "requires_grad_", "modules", "children", "named_modules", "buffers"}
@@ -287,6 +290,7 @@ def _join(a: Optional[Value], b: Optional[Value]) -> Optional[Value]:
         tensor=a.tensor and b.tensor,
         module=a.module and b.module,
         moved_in_place=a.moved_in_place and b.moved_in_place,
+        constructor=a.constructor if a.constructor == b.constructor else None,
         parameter=a.parameter and b.parameter,
         origins=origins,
         stuck_attributes=a.stuck_attributes | b.stuck_attributes,
@@ -433,10 +437,6 @@ def _child_blocks(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
     if final is not None:
         blocks.append(_block(final.body))
     return blocks
-
-
-class _Exit(Exception):
-    """Internal: the walk reached a statement it does not model."""
 
 
 # -- the walk ----------------------------------------------------------------------------------
@@ -859,7 +859,7 @@ class _FunctionWalk:
 
     def constructor_call(self, name: str) -> Optional[Value]:
         if name in self.analysis.shape.module_classes:
-            return self.fresh(Place.CPU, module=True)
+            return self.fresh(Place.CPU, module=True, constructor=name)
         if name in _SCALAR_BUILTINS:
             return PYTHON_SCALAR
         if name == "range":
@@ -889,8 +889,9 @@ class _FunctionWalk:
             if leaf in _LIST_COMBINERS and positional:
                 sequence = self.expr_value_of(positional[0], node, args)
                 if sequence is not None and sequence.place == Place.SEQUENCE:
-                    items = positional[0].value.elements
-                    operands = [(value, item.value) for value, item in zip(sequence.elements, items)]
+                    listed = positional[0].value
+                    items = [item.value for item in listed.elements] if isinstance(listed, (cst.List, cst.Tuple)) else [None] * len(sequence.elements)
+                    operands = list(zip(sequence.elements, items))
                     return self.combine(node, operands, Rank.ARRAY)
                 return None
             if leaf in _ELEMENTWISE_COMBINERS | _PRODUCT_COMBINERS:
@@ -910,7 +911,7 @@ class _FunctionWalk:
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
         if namespace == "torch.nn" and leaf[:1].isupper():
-            return self.fresh(Place.CPU, module=True)
+            return self.fresh(Place.CPU, module=True, constructor=leaf)
         return None
 
     def expr_value_of(self, arg: cst.Arg, call: cst.Call, values: List[Optional[Value]]) -> Optional[Value]:
@@ -1108,27 +1109,45 @@ class _FunctionWalk:
         if receiver.place == place:
             return replace(receiver, grad_free=receiver.grad_free or bool(self.no_grad))
         rank = receiver.rank if place == Place.CPU and receiver.place == Place.CPU else Rank.UNKNOWN
-        return self.fresh(place, tensor=receiver.tensor, module=receiver.module, moved_in_place=receiver.moved_in_place, rank=rank, grad_free=receiver.grad_free)
+        return self.fresh(
+            place, tensor=receiver.tensor, module=receiver.module, moved_in_place=receiver.moved_in_place,
+            rank=rank, grad_free=receiver.grad_free, constructor=receiver.constructor,
+        )
 
     def module_call(self, node: cst.Call, callee: Optional[Value], args: List[Optional[Value]], env: Env) -> Optional[Value]:
         """``model(x)``: a module moved to a device returns device tensors for device inputs."""
         if callee is None or callee.place not in TENSOR_PLACES or callee.tensor or callee.parameter:
             return None
         tensors: List[Tuple[Optional[Value], cst.BaseExpression]] = []
+        must_match: List[Tuple[Optional[Value], cst.BaseExpression]] = []
+        positional = 0
         for value, arg in zip(args, node.args):
             if value is not None and value.place == Place.SEQUENCE and isinstance(arg.value, (cst.Tuple, cst.List)):
-                tensors.extend(zip(value.elements, (e.value for e in arg.value.elements)))
+                items = list(zip(value.elements, (e.value for e in arg.value.elements)))
             else:
-                tensors.append((value, arg.value))
+                items = [(value, arg.value)]
+            tensors.extend(items)
+            if arg.keyword is None and not arg.star:
+                # the input, and an RNN's initial state; other arguments (a loss's targets
+                # and lengths) may legally stay on the CPU for some modules
+                if positional == 0 or (positional == 1 and callee.constructor in _RECURRENT_MODULES):
+                    must_match.extend(items)
+                positional += 1
         operands = [self.operand(value, expression) for value, expression in tensors if value is not None and value.place in TENSOR_PLACES and not value.module]
         if callee.module:
             if callee.place in ON_DEVICE:
-                cpu = [o for o in operands if o.value.place == Place.CPU and o.value.rank == Rank.ARRAY]
+                cpu = [
+                    self.operand(value, expression) for value, expression in must_match
+                    if value is not None and value.place == Place.CPU and value.tensor and value.rank == Rank.ARRAY
+                ]
                 partners = tuple(o for o in operands if o.value.place in ON_DEVICE)
                 if cpu:
                     self.record_mix(node, Operand(callee, dotted_name(node.func)), cpu, partners, module_call=True)
             else:
-                device = [o for o in operands if o.value.place == Place.DEVICE]
+                device = [
+                    self.operand(value, expression) for value, expression in must_match
+                    if value is not None and value.place == Place.DEVICE and not value.module
+                ]
                 if device:
                     self.record_mix(node, device[0], [Operand(callee, dotted_name(node.func))], tuple(device[1:]), module_call=True)
         places = {o.value.place for o in operands}
@@ -1136,8 +1155,8 @@ class _FunctionWalk:
             return self.fresh(callee.place)
         return None
 
-    def operand(self, value: Value, expression: cst.BaseExpression) -> Operand:
-        return Operand(value, dotted_name(expression))
+    def operand(self, value: Value, expression: Optional[cst.BaseExpression]) -> Operand:
+        return Operand(value, dotted_name(expression) if expression is not None else None)
 
     def combine(self, node: cst.CSTNode, operands: Sequence[Tuple[Optional[Value], cst.BaseExpression]], rank: Optional[Rank] = None) -> Optional[Value]:
         """An operation whose tensor operands must share a device (0-dim CPU ones excepted).
@@ -1229,16 +1248,19 @@ class _FileAnalysis:
         tensor_params: List[str] = []
         params = list(function.params.posonly_params) + list(function.params.params)
         method = klass is not None and not any(_last_name(d.decorator) == "staticmethod" for d in function.decorators)
+        forward = method and function.name.value == "forward"
         for index, param in enumerate(params + list(function.params.kwonly_params)):
             name = param.name.value
             annotation = param.annotation.annotation if param.annotation is not None else None
             annotated = cst.Module([]).code_for_node(annotation) if annotation is not None else ""
-            if "Tensor" in annotated and "List" not in annotated and "Tuple" not in annotated and "Dict" not in annotated and "[" not in annotated.replace("Optional[", ""):
+            tensor_annotation = "Tensor" in annotated and "[" not in annotated.replace("Optional[", "")
+            if forward and tensor_annotation:
                 env[name] = Value(Place.MODULE, tensor=True)
                 tensor_params.append(name)
             elif annotated in {"int", "float", "bool", "str"}:
-                env[name] = PYTHON
-            elif method and index == 1 and function.name.value == "forward" and param in params and param.default is None:
+                env[name] = PYTHON_SCALAR if annotated in {"int", "float"} else PYTHON
+            elif forward and index == 1 and not annotated and param in params and param.default is None:
+                # forward's input is on the module's device, whatever the device
                 env[name] = Value(Place.MODULE)
                 tensor_params.append(name)
             elif param.default is not None and _string(param.default) is not None:
@@ -1292,9 +1314,9 @@ class _FileAnalysis:
         if value.place == Place.CPU and value.tensor:
             return Value(Place.CPU, rank=value.rank, tensor=True, grad_free=value.grad_free, stuck_attributes=frozenset([key]))
         if value.place == Place.CPU and value.module:
-            return Value(Place.MODULE, module=True) if module_like else None
+            return Value(Place.MODULE, module=True, constructor=value.constructor) if module_like else None
         if value.place == Place.DEVICE:
-            return Value(Place.DEVICE, tensor=value.tensor, module=value.module, moved_in_place=value.moved_in_place)
+            return Value(Place.DEVICE, tensor=value.tensor, module=value.module, moved_in_place=value.moved_in_place, constructor=value.constructor)
         if value.place in (Place.PYTHON, Place.LIST):
             return value
         return None

@@ -25,8 +25,9 @@ class LegacyCudaTensorConstructor(Rule):
         "`device=` do the same on any device."
     )
     fix_safety_note = (
-        "Literal data becomes `torch.tensor(data, ...)` and integer sizes `torch.empty(sizes, ...)`; "
-        "any other argument is ambiguous (data or size) and gets no automatic fix."
+        "Literal data becomes `torch.tensor(data, ...)` and sizes (integers, `len(...)`, "
+        "`x.size(n)`, `x.shape[n]`) `torch.empty(sizes, ...)`; any other argument is ambiguous "
+        "(data or size) and gets no automatic fix."
     )
     triggers = ("Tensor",)
     valid = (
@@ -58,6 +59,10 @@ class LegacyCudaTensorConstructor(Rule):
             fixed="import torch as th\ndevice = th.device('cpu')\nx = th.tensor((1, 2), dtype=th.float16, device=device)\n",
         ),
         Invalid(
+            "import torch\n\ndef counts(docs, vocab, device):\n    return torch.cuda.FloatTensor(len(docs), vocab.shape[0]).zero_()\n",
+            fixed="import torch\n\ndef counts(docs, vocab, device):\n    return torch.empty(len(docs), vocab.shape[0], dtype=torch.float32, device=device).zero_()\n",
+        ),
+        Invalid(
             "import torch\nx = torch.cuda.FloatTensor(sizes)\n",
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
@@ -79,7 +84,7 @@ class LegacyCudaTensorConstructor(Rule):
             factory, data = "tensor", [cst.Arg(cst.List([]))]
         elif len(args) == 1 and isinstance(args[0].value, (cst.List, cst.Tuple)):
             factory, data = "tensor", [cst.Arg(args[0].value)]
-        elif all(isinstance(a.value, cst.Integer) for a in args):
+        elif all(_is_size(a.value) for a in args):
             factory, data = "empty", [cst.Arg(a.value) for a in args]
         else:
             factory = None
@@ -99,6 +104,22 @@ class LegacyCudaTensorConstructor(Rule):
             {node: lambda _: new_call}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding
         )
         self.report(node, message, fix)
+
+
+def _is_size(node: cst.BaseExpression) -> bool:
+    """Arguments that can only be a size: ``3``, ``len(x)``, ``x.size(0)``, ``x.shape[1]``."""
+    if isinstance(node, cst.Integer):
+        return True
+    if isinstance(node, cst.Call):
+        func = node.func
+        return (isinstance(func, cst.Name) and func.value == "len") or (
+            isinstance(func, cst.Attribute) and func.attr.value in {"size", "numel", "dim"}
+        )
+    return (
+        isinstance(node, cst.Subscript)
+        and isinstance(node.value, cst.Attribute)
+        and node.value.attr.value == "shape"
+    )
 
 
 _EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))

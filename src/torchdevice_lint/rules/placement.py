@@ -176,6 +176,10 @@ class HardcodedCudaDevice(Rule):
             fixed='import torch\ndevice = "cpu"\nx = torch.ones(1).to(device)\n',
         ),
         Invalid(
+            "import torch\n\ndef noise(shape, device='cuda'):\n    return torch.randn(shape, device=device)\n",
+            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
+        ),
+        Invalid(
             'import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda")\n    return w.to(device)\n',
             fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    return w.to(device)\n',
         ),
@@ -269,7 +273,8 @@ class HardcodedCudaDevice(Rule):
         text = cst.Module([]).code_for_node(literal)
         message = self.message.format(text)
         if inline:
-            guarded = cst.parse_expression(f'{text} if {availability_check(self.ctx)} else "cpu"')
+            quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
+            guarded = cst.parse_expression(f"{text} if {availability_check(self.ctx)} else {quote}cpu{quote}")
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()
