@@ -42,3 +42,17 @@ def test_check_of_a_file_libcst_cannot_reproduce_offers_no_edits():
     result = Engine().check_source("example.py", UNREPRODUCIBLE, with_edits=True)
     assert [f.code for f in result.findings] == ["TDV501"]
     assert result.findings[0].fix.edits == []
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        ("torch.load(\n    path\n)", 'torch.load(\n    path,\n    map_location="cpu"\n)'),
+        ("torch.load('a'\n    )", "torch.load('a', map_location=\"cpu\"\n    )"),
+        ("torch.load(  # why\n    path,  # the file\n)", 'torch.load(  # why\n    path,  # the file\n    map_location="cpu",\n)'),
+    ],
+    ids=["one-argument-a-line", "closing-paren-on-its-own-line", "comments-stay-put"],
+)
+def test_map_location_fix_keeps_the_call_layout(call, expected):
+    # It used to leave "path, " with a trailing space and put the new argument at column 0.
+    assert fixed(f"import torch\nx = {call}\n", unsafe=False) == f"import torch\nx = {expected}\n"
