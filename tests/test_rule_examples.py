@@ -3,7 +3,7 @@ invalid code yields the declared findings, fix safety and exact fixed code."""
 
 import pytest
 
-from torchdevice_lint.core.config import Settings
+from torchdevice_lint.core.config import settings_from_table
 from torchdevice_lint.core.engine import Engine
 from torchdevice_lint.core.fixer import fix_source
 from torchdevice_lint.core.registry import all_rules
@@ -11,8 +11,9 @@ from torchdevice_lint.core.registry import all_rules
 RULES = all_rules()
 
 
-def engine_for(rule):
-    return Engine(Settings(select=(rule.code,)), rules=[rule])
+def engine_for(rule, example):
+    settings = settings_from_table({"select": [rule.code], **(example.config or {})})
+    return Engine(settings, rules=[rule])
 
 
 def cases(kind):
@@ -25,14 +26,14 @@ def cases(kind):
 
 @pytest.mark.parametrize("rule, example", cases("valid"))
 def test_valid_example_has_no_finding(rule, example):
-    result = engine_for(rule).check_source("example.py", example.code)
+    result = engine_for(rule, example).check_source("example.py", example.code)
     assert result.error is None
     assert [f.code for f in result.findings] == []
 
 
 @pytest.mark.parametrize("rule, example", cases("invalid"))
 def test_invalid_example_is_reported_and_fixed_as_declared(rule, example):
-    engine = engine_for(rule)
+    engine = engine_for(rule, example)
     result = engine.check_source("example.py", example.code)
     assert result.error is None
     assert [f.code for f in result.findings] == [rule.code] * example.count

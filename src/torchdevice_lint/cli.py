@@ -1,28 +1,32 @@
 """Command-line front ends: ``torchdevice-lint check|rule`` and ``torchdevice-fix``.
 
 Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would change),
-2 usage, configuration, read or parse errors.
+2 usage, configuration, read or parse errors, 130 interrupted (SIGINT).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import List, Optional, Sequence
 
 from . import __version__
+from .core.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .core.config import ConfigError, Settings, load_settings, split_codes
-from .core.docs import rule_page
+from .core.docs import rule_page, write_rule_docs
 from .core.engine import Engine
 from .core.findings import FileResult
-from .core.output import FORMATS, MACHINE_FORMATS, summary
+from .core.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
+from .core.parallel import check_paths
+from .core.progress import Progress
 from .core.registry import all_rules, rule_by_code
-from .core.runner import check_file, check_files, fix_file
+from .core.runner import check_file, fix_file
 from .core.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +42,8 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    start = next((p for p in args.paths if p != "-"), ".")
+    # An editor passes the real path of the buffer it pipes in: its pyproject.toml applies.
+    start = args.stdin_filename if args.paths == ["-"] and args.stdin_filename else next((p for p in args.paths if p != "-"), ".")
     settings = load_settings(start, args.config)
     overrides = {
         "select": split_codes(args.select),
@@ -66,6 +71,15 @@ def _check_codes(prefixes: Sequence[str]) -> None:
             raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")
 
 
+def _discover(paths: Sequence[str], settings: Settings):
+    """The files to process and the errors for bad paths; notes (skipped links) go to stderr."""
+    notes: List[str] = []
+    found = discover(paths or ["."], settings, notes=notes)
+    for note in notes:
+        _error(note)
+    return found
+
+
 def _stdin_source(args: argparse.Namespace) -> SourceFile:
     name = args.stdin_filename or "-"
     return decode(name, sys.stdin.buffer.read())
@@ -82,10 +96,15 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="report hazards")
     _selection_options(check)
-    check.add_argument("--output-format", choices=sorted(FORMATS), default="full")
+    check.add_argument("--output-format", choices=sorted(FORMATS), default="full",
+                       help="full (code frames), concise, json, github (Actions annotations), sarif, junit")
+    check.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to check files with (default: one per core)")
+    check.add_argument("--no-cache", action="store_true", help="check every file again instead of reusing results of unchanged files")
+    check.add_argument("--cache-dir", help=f"where results are kept between runs (default: {CACHE_DIR_NAME} in the project root)")
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
+    rule.add_argument("--write-docs", metavar="DIR", help="write every rule's page and an index as Markdown into DIR")
     args = parser.parse_args(argv)
     if args.command == "rule":
         return _rule_command(parser, args)
@@ -97,6 +116,10 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
 
 
 def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.write_docs:
+        written = write_rule_docs(args.write_docs)
+        print(f"Wrote {len(written)} files to {args.write_docs}.", file=sys.stderr)
+        return EXIT_CLEAN
     if args.all:
         print("\n".join(rule_page(rule) for rule in all_rules()), end="")
         return EXIT_CLEAN
@@ -113,15 +136,26 @@ def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def _check_command(args: argparse.Namespace) -> int:
     settings = _settings(args)
     engine = Engine(settings)
-    with_edits = args.output_format == "json"
+    with_edits = args.output_format in FORMATS_WITH_EDITS
     if args.paths == ["-"]:
-        source = _stdin_source(args)
+        try:
+            source = _stdin_source(args)
+        except SourceError as error:
+            _error(str(error))
+            return EXIT_ERROR
         results = [check_file(engine, source.path, with_edits, source=source)]
         sources = {source.path: source.text}
         missing: List[str] = []
     else:
-        files, missing = discover(args.paths or ["."], settings)
-        results = check_files(engine, files, with_edits)
+        files, missing = _discover(args.paths, settings)
+        cache = None
+        if not args.no_cache:
+            cache = ResultCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings), settings, with_edits)
+        progress = Progress(len(files), sys.stderr)
+        try:
+            results = check_paths(engine, files, with_edits, jobs=args.jobs, cache=cache, on_done=progress.advance)
+        finally:
+            progress.close()
         sources = _texts(results)
     return _report(results, sources, missing, args.output_format)
 
@@ -145,9 +179,9 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
     errors = [r.error for r in results if r.error is not None]
     for error in errors:
         _error(str(error))
-    sys.stdout.write(FORMATS[output_format](results, sources))
+    sys.stdout.write(render(output_format, results, sources, colour=wants_colour(sys.stdout)))
     if output_format not in MACHINE_FORMATS:
-        print(summary(results), file=sys.stderr)
+        print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in results) else EXIT_CLEAN
@@ -184,10 +218,20 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
-    files, missing = discover(args.paths or ["."], settings)
+    files, missing = _discover(args.paths, settings)
     for message in missing:
         _error(message)
-    results = [fix_file(engine, path, settings.unsafe_fixes, write) for path in files]
+    progress = Progress(len(files), sys.stderr, verb="Fixing")
+    results = []
+    try:
+        for path in files:
+            results.append(fix_file(engine, path, settings.unsafe_fixes, write))
+            progress.advance(path)
+    except KeyboardInterrupt:
+        progress.close()
+        _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
+        return EXIT_INTERRUPTED
+    progress.close()
     for result in results:
         if result.error:
             _error(str(result.error))
@@ -223,7 +267,7 @@ def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> 
     left = [f for r in remaining for f in r.findings]
     if left:
         more = sum(1 for f in left if f.fix and f.fix.applicability == "unsafe")
-        line = f"{len(left)} finding{'s' if len(left) != 1 else ''} remain"
+        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
         if more and not unsafe:
             line += f" ({more} fixable with --unsafe-fixes)"
         lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")

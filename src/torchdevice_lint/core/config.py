@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence
+
+if TYPE_CHECKING:
+    from .rule import ImportSpec
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -15,6 +19,13 @@ else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
 
 DEFAULT_DEVICE_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+# The module-level device binding per target-torch-version, newest first (DESIGN.md).
+# ``current_accelerator()`` returns None on a CPU-only machine, hence the CPU fallback.
+DEVICE_EXPRESSIONS_BY_TARGET = (
+    ((2, 7), 'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")'),
+    ((2, 6), 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
+    ((0, 0), DEFAULT_DEVICE_EXPRESSION),
+)
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -34,7 +45,10 @@ class Settings:
     per_file_ignores: Dict[str, Sequence[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     device_name: str = "device"
-    device_expression: str = DEFAULT_DEVICE_EXPRESSION
+    #: The module-level binding's value; None: chosen from ``target_torch_version``.
+    device_expression: Optional[str] = None
+    #: An import the device expression needs, e.g. ``from deepspeed.accelerator import get_accelerator``.
+    device_import: Optional[str] = None
     exclude: Sequence[str] = DEFAULT_EXCLUDES
     extend_exclude: Sequence[str] = ()
     target_torch_version: str = "2.4"
@@ -44,6 +58,22 @@ class Settings:
     def target_version(self) -> tuple:
         """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
         return parse_version(self.target_torch_version)
+
+    def binding_expression(self) -> str:
+        """The expression the fixer binds ``device_name`` to at module level."""
+        if self.device_expression:
+            return self.device_expression
+        target = self.target_version()
+        return next(code for minimum, code in DEVICE_EXPRESSIONS_BY_TARGET if target >= minimum)
+
+    def binding_imports(self) -> List["ImportSpec"]:
+        """Imports the binding needs: ``device-import``, and torch when the expression uses it."""
+        from .rule import ImportSpec
+
+        specs = parse_import(self.device_import) if self.device_import else []
+        if re.search(r"\btorch\.", self.binding_expression()):
+            specs.append(ImportSpec("torch"))
+        return specs
 
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -72,6 +102,32 @@ def parse_version(text: str) -> tuple:
     except ValueError:
         raise ConfigError(f"target-torch-version must look like '2.4', not {text!r}") from None
     return parts + (0,) * (2 - len(parts))
+
+
+def parse_import(text: str) -> List["ImportSpec"]:
+    """``"from a.b import c as d, e"`` / ``"import a.b"`` -> the imports it names."""
+    import libcst as cst
+
+    from .context import dotted_name
+    from .rule import ImportSpec
+
+    try:
+        statement = cst.parse_statement(text.strip() + "\n")
+    except cst.ParserSyntaxError:
+        statement = None
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
+    if isinstance(small, cst.Import):
+        return [
+            ImportSpec(dotted_name(alias.name), asname=alias.asname.name.value if alias.asname else None)
+            for alias in small.names
+        ]
+    if isinstance(small, cst.ImportFrom) and not small.relative and not isinstance(small.names, cst.ImportStar):
+        module = dotted_name(small.module)
+        return [
+            ImportSpec(module, alias.name.value, alias.asname.name.value if alias.asname else None)
+            for alias in small.names
+        ]
+    raise ConfigError(f"device-import must be one absolute import statement, not {text!r}")
 
 
 def _longest_prefix(code: str, prefixes: Iterable[str]) -> int:
@@ -138,6 +194,7 @@ _KEYS = {
     "unsafe-fixes": "bool",
     "device-name": "str",
     "device-expression": "str",
+    "device-import": "str",
     "exclude": "codes",
     "extend-exclude": "codes",
     "target-torch-version": "str",
@@ -181,9 +238,23 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
     settings = Settings(root=root, **values)
     settings.target_version()  # reject a malformed version now, not at the first fix
+    try:
+        settings.binding_imports()  # and a malformed device-import
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+    _check_expression(settings.binding_expression(), source)
     if "exclude" in values:
         settings = replace(settings, exclude=tuple(values["exclude"]))
     return settings
+
+
+def _check_expression(code: str, source: str) -> None:
+    import libcst as cst
+
+    try:
+        cst.parse_expression(code)
+    except cst.ParserSyntaxError:
+        raise ConfigError(f"{source}: device-expression is not a Python expression: {code!r}") from None
 
 
 def _check_value(key: str, kind: str, value, source: str):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Type
+import json
+import os
+from typing import Dict, List, Sequence, Type
 
 from .rule import Applicability, Rule
 
@@ -27,6 +29,7 @@ def rule_page(rule: Type[Rule]) -> str:
         rule.why,
         "",
         "## Example",
+        *_config_note(example),
         "```python",
         example.code.rstrip("\n"),
         "```",
@@ -37,3 +40,57 @@ def rule_page(rule: Type[Rule]) -> str:
     if rule.fix_safety_note:
         lines.append(rule.fix_safety_note)
     return "\n".join(lines) + "\n"
+
+
+def _config_note(example) -> List[str]:
+    if not example.config:
+        return []
+    keys = ", ".join(f"`{key} = {json.dumps(value)}`" for key, value in example.config.items())
+    return [f"With {keys} in `[tool.torchdevice-lint]`:", ""]
+
+
+def _summary_line(rule: Type[Rule]) -> str:
+    return rule.what.split(". ")[0].rstrip(".") + "."
+
+
+def rule_index(rules: Sequence[Type[Rule]]) -> str:
+    lines = [
+        "# Rules",
+        "",
+        "Generated from the rule classes by `torchdevice-lint rule --write-docs docs/rules`; do not edit.",
+        "",
+        "| code | name | default | fix | what it reports |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in rules:
+        default = "on" if rule.default_enabled else "opt-in"
+        lines.append(
+            f"| [{rule.code}]({rule.code}.md) | {rule.name} | {default} | {rule.fix_safety.value} | {_summary_line(rule).replace('|', chr(92) + '|')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def rule_docs() -> Dict[str, str]:
+    """File name -> Markdown text of every rule page and the index, as committed in docs/rules."""
+    from .registry import all_rules
+
+    rules = all_rules()
+    pages = {f"{rule.code}.md": rule_page(rule) for rule in rules}
+    pages["index.md"] = rule_index(rules)
+    return pages
+
+
+def write_rule_docs(directory: str) -> List[str]:
+    """Write the pages, removing pages of rules that no longer exist; returns the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    pages = rule_docs()
+    for stale in os.listdir(directory):
+        if stale.endswith(".md") and stale not in pages:
+            os.remove(os.path.join(directory, stale))
+    written = []
+    for name, text in pages.items():
+        path = os.path.join(directory, name)
+        with open(path, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        written.append(path)
+    return written

@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import guards
 from .config import Settings
 from .context import FileContext, RawFinding, dotted_name
 from .findings import FileError, FileResult, Finding, Location
+from .positions import node_positions
 from .registry import all_rules
 from .rule import Rule
+from .walk import TRIVIA_TYPES, walk
 
 NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
@@ -55,6 +56,8 @@ class _BatchedPass(cst.CSTVisitor):
                 self.leavers[node_type].append(getattr(rule, attribute))
         #: id(node) -> how many guards cover the subtree rooted at that node.
         self.guard_roots: Dict[int, int] = {}
+        #: Whitespace and punctuation subtrees that no handler looks at are not walked.
+        self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
 
     def _guard(self, node: Optional[cst.CSTNode]) -> None:
         if node is not None:
@@ -97,7 +100,13 @@ class _BatchedPass(cst.CSTVisitor):
         self.ctx.add_import(node)
 
     def _scope(self, node: cst.CSTNode) -> None:
+        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
+        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
         self.ctx.scopes.append(node)
+        name = getattr(node, "name", None)
+        if name is not None and guards.names_cuda(name.value):
+            self._guard(node.body)
+            return
         decorators = getattr(node, "decorators", ())
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
@@ -106,7 +115,7 @@ class _BatchedPass(cst.CSTVisitor):
         target = decorator.func if isinstance(decorator, cst.Call) else decorator
         name = (dotted_name(target) or "").lower()
         last = name.rsplit(".", 1)[-1]
-        if "cuda" in last or "gpu" in last:
+        if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
             sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
@@ -205,11 +214,12 @@ class Engine:
             module = cst.parse_module(source)
         ctx = FileContext(path, source, module, self.settings)
         rules = [rule_class(ctx) for rule_class in rule_classes]
-        module.visit(_BatchedPass(ctx, rules))
+        batched_pass = _BatchedPass(ctx, rules)
+        walk(module, batched_pass, skip=batched_pass.skipped_types)
         positions: dict = {}
         findings = ctx.findings
         if findings:
-            positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+            positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
             findings = _unsuppressed(findings, positions, source)
         return Analysis(module, ctx, findings, positions)
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
 from .context import RawFinding
 from .engine import Analysis, Engine
@@ -24,6 +22,11 @@ MAX_PASSES = 6
 
 class FixError(Exception):
     """A fix would have produced code that does not parse or compile; nothing is written."""
+
+
+class UnreproducibleSource(FixError):
+    """LibCST's code generation does not give back the file it parsed (it drops a trailing
+    comment block with mixed line endings, for one), so rewriting it would lose code."""
 
 
 class _ReplaceNodes(cst.CSTTransformer):
@@ -87,16 +90,19 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
         first_user = min(top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users)
         index = _binding_index(module.body, first_user)
-        binding = cst.parse_statement(f"{settings.device_name} = {settings.device_expression}\n")
+        binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
         body = list(module.body)
         if index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines:
             # keep PEP 8's two blank lines between the new binding and a definition
             body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
-        if "torch" in settings.device_expression:
-            imports.append(ImportSpec("torch"))
+        imports.extend(settings.binding_imports())
     if imports or removable:
+        # libcst.codemod costs 0.6 s to import: only fixes that touch imports pay for it.
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
+
         context = CodemodContext()
         for spec in dict.fromkeys(imports):
             AddImportsVisitor.add_needed_import(context, spec.module, spec.obj, spec.asname)
@@ -141,6 +147,16 @@ class FixOutcome:
         return bool(self.applied)
 
 
+def lost_suffix(analysis: Analysis) -> str:
+    """What LibCST's code generation drops from the end of the analysed source: the final
+    newline of a file with CR-only line endings (``"a = 1\r"`` comes back as ``"a = 1"``).
+    The fixer puts it back; any other difference means the file cannot be rewritten safely."""
+    source, generated = analysis.ctx.source, analysis.module.code
+    if source.startswith(generated) and not source[len(generated):].strip("\r\n"):
+        return source[len(generated):]
+    raise UnreproducibleSource("LibCST does not reproduce this file exactly, so it is not rewritten; file left unchanged")
+
+
 def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutcome:
     """Fix until no applicable fix is left; ``outcome.source`` is ``source`` itself when nothing
     was applied. Raises ParserSyntaxError for an unparsable input and FixError for a bad fix."""
@@ -153,7 +169,7 @@ def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutco
         chosen = applicable(analysis.findings, unsafe)
         if not chosen:
             break
-        updated = apply_fixes(analysis, chosen)
+        updated = apply_fixes(analysis, chosen) + lost_suffix(analysis)
         if updated == current:
             break
         verify(updated, path)
@@ -171,7 +187,11 @@ def fix_info(raw: RawFinding, analysis: Analysis, with_edits: bool) -> FixInfo:
     fix = raw.fix
     info = FixInfo(applicability=fix.applicability.value, message=fix.message)
     if with_edits and (fix.replacements or fix.needs_device_binding):
-        info.edits = line_edits(analysis.module.code, apply_fixes(analysis, [raw]))
+        try:
+            suffix = lost_suffix(analysis)
+        except UnreproducibleSource:
+            return info  # no edits: the file cannot be rewritten exactly
+        info.edits = line_edits(analysis.ctx.source, apply_fixes(analysis, [raw]) + suffix)
     return info
 
 

@@ -47,6 +47,11 @@ def _last_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def names_cuda(name: str) -> bool:
+    lowered = name.lower()
+    return "cuda" in lowered or "gpu" in lowered
+
+
 def _flag_name(name: str) -> int:
     """``use_cuda``/``args.gpu`` read as CUDA flags; ``no_cuda``/``cpu_only`` as their negation."""
     lowered = name.lower()
@@ -108,6 +113,10 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     target = test.comparisons[0]
     operator = target.operator
     left, right = test.left, target.comparator
+    # args.gpu is not None / self.cuda_device is None
+    if isinstance(right, cst.Name) and right.value == "None" and isinstance(operator, (cst.Is, cst.IsNot)):
+        flag = _flag_name(_last_name(left) or "")
+        return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):
         if isinstance(side, cst.Call) and (

@@ -1,14 +1,47 @@
-"""Output formats. Each takes the results of a run and returns the text to print."""
+"""Output formats. Each takes the results of a run (and the checked texts, for code frames)
+and returns the text to print; ``render`` picks one by name."""
 
 from __future__ import annotations
 
 import json
+import os
+import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from typing import Callable, Dict, List, Sequence
+from pathlib import PurePath
+from typing import Callable, Dict, List, Optional, Sequence
+from urllib.parse import quote
 
 from .findings import FileResult, Finding
 
+Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
+
+# -- colour -----------------------------------------------------------------------------------
+def wants_colour(stream) -> bool:
+    """Colour only on a terminal: ``NO_COLOR`` (any value) turns it off, ``FORCE_COLOR`` on,
+    as https://no-color.org and most linters agree."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
+
+
+class _Style:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, *codes: str) -> str:
+        if not self.enabled or not text:
+            return text
+        return f"\x1b[{';'.join(codes)}m{text}\x1b[0m"
+
+
+BOLD, RED, CYAN, YELLOW, DIM = "1", "31", "36", "33", "2"
+
+
+# -- human formats ----------------------------------------------------------------------------
 def _marker(finding: Finding) -> str:
     if finding.fix and finding.fix.applicability == "safe":
         return " [*]"
@@ -25,61 +58,275 @@ def concise(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _frame(finding: Finding, source: str) -> List[str]:
+def _frame(finding: Finding, source: str, style: _Style) -> List[str]:
+    """The finding's first line with one line of context either side and carets under it."""
     lines = source.splitlines()
     row = finding.location.row
     if not 0 < row <= len(lines):
         return []
-    text = lines[row - 1].expandtabs(4) if "\t" in lines[row - 1] else lines[row - 1]
-    width = len(str(row))
-    start = finding.location.column - 1
-    end = finding.end_location.column - 1 if finding.end_location.row == row else len(text)
-    caret = " " * start + "^" * max(1, end - start)
-    gutter = " " * width
-    return [f"{gutter} |", f"{row} | {text}", f"{gutter} | {caret}"]
+    first, last = max(1, row - 1), min(len(lines), row + 1)
+    width = len(str(last))
+    gutter = style(" " * width + " |", CYAN)
+    frame = [gutter]
+    for number in range(first, last + 1):
+        text = lines[number - 1].expandtabs(4) if "\t" in lines[number - 1] else lines[number - 1]
+        frame.append(f"{style(str(number).rjust(width) + ' |', CYAN)} {text}".rstrip())
+        if number == row:
+            start = finding.location.column - 1
+            end = finding.end_location.column - 1 if finding.end_location.row == row else len(text)
+            carets = " " * start + "^" * max(1, end - start)
+            frame.append(f"{gutter} {style(carets, RED, BOLD)} {style(finding.code, RED, BOLD)}")
+    frame.append(gutter)
+    return frame
 
 
-def full(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+_FIX_HINTS = {
+    "safe": "fix",
+    "unsafe": "unsafe fix (`--unsafe-fixes`)",
+    "display-only": "help",
+}
+
+
+def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
+    style = _Style(colour)
     blocks = []
     for result in results:
         for f in result.findings:
-            block = [f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"]
-            block.extend("  " + line for line in _frame(f, sources.get(f.filename, "")))
+            position = style(f"{f.filename}:{f.location.row}:{f.location.column}:", BOLD)
+            block = [f"{position} {style(f.code, RED, BOLD)}{_marker(f)} {f.message}"]
+            block.extend(_frame(f, sources.get(f.filename, ""), style))
             if f.fix:
-                block.append(f"  = fix ({f.fix.applicability}): {f.fix.message}")
+                label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability == "safe" else YELLOW, BOLD)
+                block.append(f"{' ' * (len(str(f.location.row + 1)) + 1)}= {label}: {f.fix.message}")
             blocks.append("\n".join(block))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
 
 
+# -- machine formats --------------------------------------------------------------------------
 def as_json(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     items = [f.as_dict() for result in results for f in result.findings]
     return json.dumps(items, indent=2) + "\n"
 
 
-FORMATS: Dict[str, Callable[[Sequence[FileResult], Dict[str, str]], str]] = {
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """GitHub Actions workflow commands: each finding becomes an annotation on the pull
+    request's diff; a file that could not be checked gets one on its first line."""
+    lines = []
+    for result in results:
+        if result.error is not None:
+            lines.append(
+                f"::error file={_escape_property(result.filename)},line=1,"
+                f"title={_escape_property('torchdevice-lint')}::{_escape_data(result.error.message)}"
+            )
+        for f in result.findings:
+            properties = ",".join(
+                [
+                    f"file={_escape_property(f.filename)}",
+                    f"line={f.location.row}",
+                    f"col={f.location.column}",
+                    f"endLine={f.end_location.row}",
+                    f"endColumn={f.end_location.column}",
+                    f"title={_escape_property(f'{f.code} ({f.name})')}",
+                ]
+            )
+            lines.append(f"::error {properties}::{_escape_data(f'{f.code} {f.message}')}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def _artifact_uri(path: str) -> dict:
+    """Relative paths stay relative to the checkout (``%SRCROOT%``), as code scanning expects."""
+    pure = PurePath(path)
+    if pure.is_absolute():
+        return {"uri": PurePath(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(pure.as_posix()), "uriBaseId": "%SRCROOT%"}
+
+
+def _sarif_rule(rule) -> dict:
+    from .docs import rule_page
+
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.what.split(". ")[0].rstrip(".") + "."},
+        "fullDescription": {"text": rule.what},
+        "help": {"text": rule.why, "markdown": rule_page(rule)},
+        "defaultConfiguration": {"level": "error" if rule.default_enabled else "note", "enabled": rule.default_enabled},
+        "properties": {"fix-safety": rule.fix_safety.value},
+    }
+
+
+def _sarif_fix(finding: Finding, artifact: dict) -> Optional[dict]:
+    if not finding.fix or not finding.fix.edits:
+        return None
+    replacements = [
+        {
+            "deletedRegion": {
+                "startLine": edit.location.row,
+                "startColumn": edit.location.column,
+                "endLine": edit.end_location.row,
+                "endColumn": edit.end_location.column,
+            },
+            "insertedContent": {"text": edit.content},
+        }
+        for edit in finding.fix.edits
+    ]
+    return {
+        "description": {"text": f"{finding.fix.message} ({finding.fix.applicability})"},
+        "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}],
+    }
+
+
+def sarif(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """SARIF 2.1.0, as GitHub code scanning and other dashboards ingest it. Columns count
+    Unicode code points, as every other format here does."""
+    from .. import __version__
+    from .registry import all_rules
+
+    rules = all_rules()
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    sarif_results = []
+    for result in results:
+        for f in result.findings:
+            artifact = _artifact_uri(f.filename)
+            item = {
+                "ruleId": f.code,
+                "ruleIndex": index[f.code],
+                "level": "error",
+                "message": {"text": f.message},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": artifact,
+                            "region": {
+                                "startLine": f.location.row,
+                                "startColumn": f.location.column,
+                                "endLine": f.end_location.row,
+                                "endColumn": f.end_location.column,
+                            },
+                        }
+                    }
+                ],
+            }
+            fix = _sarif_fix(f, artifact)
+            if fix is not None:
+                item["fixes"] = [fix]
+            sarif_results.append(item)
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": result.error.message},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact_uri(result.filename)}}],
+        }
+        for result in results
+        if result.error is not None
+    ]
+    run = {
+        "tool": {
+            "driver": {
+                "name": "torchdevice-lint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": [_sarif_rule(rule) for rule in rules],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": sarif_results,
+        "invocations": [
+            {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+        ],
+    }
+    log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(log, indent=2) + "\n"
+
+
+def junit(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """JUnit XML for CI test reports: a suite per file, a failing case per finding, an
+    erroring case per file that could not be checked, one passing case per clean file."""
+    findings = sum(len(r.findings) for r in results)
+    errors = sum(1 for r in results if r.error is not None)
+    root = ElementTree.Element("testsuites", name="torchdevice-lint")
+    cases = 0
+    for result in results:
+        suite = ElementTree.SubElement(root, "testsuite", name=result.filename)
+        if result.error is not None:
+            case = ElementTree.SubElement(suite, "testcase", classname=result.filename, name="check")
+            ElementTree.SubElement(case, "error", message=result.error.message).text = str(result.error)
+        elif not result.findings:
+            ElementTree.SubElement(suite, "testcase", classname=result.filename, name="check")
+        for f in result.findings:
+            name = f"{f.code} ({f.name}) at {f.location.row}:{f.location.column}"
+            case = ElementTree.SubElement(suite, "testcase", classname=result.filename, name=name, line=str(f.location.row))
+            failure = ElementTree.SubElement(case, "failure", message=f.message, type=f.code)
+            failure.text = f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
+        suite_cases = len(suite)
+        cases += suite_cases
+        suite.set("tests", str(suite_cases))
+        suite.set("failures", str(len(result.findings)))
+        suite.set("errors", "1" if result.error is not None else "0")
+    root.set("tests", str(cases))
+    root.set("failures", str(findings))
+    root.set("errors", str(errors))
+    ElementTree.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(root, encoding="unicode") + "\n"
+
+
+FORMATS: Dict[str, Formatter] = {
     "full": full,
     "concise": concise,
     "json": as_json,
+    "github": github,
+    "sarif": sarif,
+    "junit": junit,
 }
 #: Formats whose output is machine-read: nothing else may be printed to stdout with them.
-MACHINE_FORMATS = {"json"}
+MACHINE_FORMATS = {"json", "sarif", "junit"}
+#: Formats that carry each fix's text edits (computing them applies each fix once more).
+FORMATS_WITH_EDITS = {"json", "sarif"}
 
 
-def summary(results: Sequence[FileResult]) -> str:
+def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
+    if name == "full":
+        return full(results, sources, colour=colour)
+    return FORMATS[name](results, sources)
+
+
+def summary(results: Sequence[FileResult], colour: bool = False) -> str:
+    """Files checked, findings per rule, and how many ``torchdevice-fix`` would fix with and
+    without ``--unsafe-fixes``."""
+    style = _Style(colour)
     findings = [f for r in results for f in r.findings]
     files = sum(1 for r in results if r.error is None)
     failed = len(results) - files
+    files_text = f"{files} file{'s' if files != 1 else ''} checked"
     unchecked = f" {failed} file{'s' if failed != 1 else ''} could not be checked." if failed else ""
     if not findings:
         verdict = "No findings" if failed else "All checks passed"
-        return f"{verdict} ({files} file{'s' if files != 1 else ''} checked).{unchecked}"
+        return f"{style(verdict, BOLD)} ({files_text}).{unchecked}"
+    with_findings = sum(1 for r in results if r.findings)
     per_rule = Counter(f.code for f in findings)
+    names = {f.code: f.name for f in findings}
+    width = len(str(max(per_rule.values())))
+    lines = [
+        style(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}", BOLD)
+        + f" in {with_findings} of {files_text}.{unchecked}"
+    ]
+    for code, count in sorted(per_rule.items()):
+        lines.append(f"  {str(count).rjust(width)}  {style(code, RED, BOLD)}  {names[code]}")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
     unsafe = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
-    rules = ", ".join(f"{code} x{count}" for code, count in sorted(per_rule.items()))
-    text = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files} files checked ({rules}).{unchecked}"
     if safe:
-        text += f"\n[*] {safe} fixable with `torchdevice-fix`."
+        lines.append(f"[*] {safe} fixable with `torchdevice-fix`.")
     if unsafe:
-        text += f"\n[-] {unsafe} more fixable with `torchdevice-fix --unsafe-fixes`."
-    return text
+        lines.append(f"[-] {unsafe} more fixable with `torchdevice-fix --unsafe-fixes`.")
+    return "\n".join(lines)

@@ -15,13 +15,8 @@ FAMILIES = ("placement", "legacy_types", "cuda_api", "serialization", "dataflow"
 def _load() -> Dict[str, Type[Rule]]:
     rules: Dict[str, Type[Rule]] = {}
     for family in FAMILIES:
-        try:
-            module = importlib.import_module(f"torchdevice_lint.rules.{family}")
-        except ModuleNotFoundError as error:
-            if error.name == f"torchdevice_lint.rules.{family}":
-                continue  # a family not written yet
-            raise
-        for rule in getattr(module, "RULES", ()):
+        module = importlib.import_module(f"torchdevice_lint.rules.{family}")
+        for rule in module.RULES:
             if rule.code in rules:
                 raise RuntimeError(f"duplicate rule code {rule.code}")
             rules[rule.code] = rule

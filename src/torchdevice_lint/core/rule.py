@@ -61,18 +61,22 @@ class Fix:
 @dataclass(frozen=True)
 class Valid:
     code: str
+    #: ``[tool.torchdevice-lint]`` keys this example is checked with, e.g. a target version.
+    config: Optional[dict] = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
 class Invalid:
     """Code the rule reports; ``fixed`` is the exact result of applying its fix (None: no fix
     is applied, e.g. display-only); ``applicability`` overrides the rule's default level for
-    this example; ``count`` is the number of findings expected."""
+    this example; ``count`` is the number of findings expected; ``config`` holds the
+    ``[tool.torchdevice-lint]`` keys it is checked with."""
 
     code: str
     fixed: Optional[str] = None
     applicability: Optional[Applicability] = None
     count: int = 1
+    config: Optional[dict] = field(default=None, hash=False)
 
 
 class Rule:

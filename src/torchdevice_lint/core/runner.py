@@ -1,30 +1,43 @@
 """Running the engine over files: one result per file, errors as one-line messages, and the
-fixer's writes. The front ends (CLI, pre-commit) call these."""
+fixer's writes. The front ends (CLI, pre-commit) call these.
+
+Nothing a single file does stops the run: read, parse and write problems become that file's
+``FileError``, and so does an unexpected exception (reported as an internal error to file as a
+bug), so the other files are still checked and fixed."""
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import libcst as cst
 
 from .engine import Engine, syntax_error_message, to_finding
 from .findings import FileError, FileResult
 from .fixer import FixError, fix_source
-from .sources import SourceError, SourceFile, read_source, write_source
+from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
+
+#: How often a fix is recomputed when the file keeps changing on disk before it can be written.
+WRITE_ATTEMPTS = 3
+
+
+def _source_error(path: str, error: SourceError) -> FileError:
+    return FileError(path, str(error).split(": error: ", 1)[-1])
+
+
+def _internal_error(path: str, error: Exception) -> FileError:
+    return FileError(path, f"internal error ({error.__class__.__name__}: {error}); please report this as a bug")
 
 
 def check_file(engine: Engine, path: str, with_edits: bool = False, source: Optional[SourceFile] = None) -> FileResult:
     try:
         source = source or read_source(path)
+        return engine.check_source(path, source.text, with_edits=with_edits)
     except SourceError as error:
-        return FileResult(path, error=FileError(path, str(error).split(": error: ", 1)[-1]))
-    return engine.check_source(path, source.text, with_edits=with_edits)
-
-
-def check_files(engine: Engine, paths: Sequence[str], with_edits: bool = False) -> List[FileResult]:
-    return [check_file(engine, path, with_edits) for path in paths]
+        return FileResult(path, error=_source_error(path, error))
+    except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
+        return FileResult(path, error=_internal_error(path, error))
 
 
 @dataclass
@@ -35,6 +48,8 @@ class FixResult:
     applied: Dict[str, int] = field(default_factory=dict)
     remaining: FileResult = None
     error: Optional[FileError] = None
+    #: What was read, so the write can tell whether the file changed since.
+    source: Optional[SourceFile] = None
 
     @property
     def changed(self) -> bool:
@@ -54,14 +69,35 @@ class FixResult:
 def fix_file(
     engine: Engine, path: str, unsafe: bool, write: bool, source: Optional[SourceFile] = None
 ) -> FixResult:
-    """Fix one file; with ``write`` the file is replaced atomically, and only if it changed."""
+    """Fix one file; with ``write`` the file is replaced atomically, and only if it changed.
+    If the file changes on disk between the read and the write, the fix is recomputed from the
+    new contents (a few times), never written over the other change."""
+    for _ in range(WRITE_ATTEMPTS):
+        result = _fix_once(engine, path, unsafe, source)
+        if result.error is not None or not (write and result.changed):
+            return result
+        try:
+            write_source(result.source, result.fixed)
+            return result
+        except SourceChanged:
+            source = None  # re-read and fix what is there now
+        except SourceError as error:
+            result.error = _source_error(path, error)
+            return result
+    result.error = FileError(path, "file kept changing on disk while it was being fixed; left as it is")
+    return result
+
+
+def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFile]) -> FixResult:
     result = FixResult(path)
     try:
         source = source or read_source(path)
+        result.source = source
         result.original = source.text
         outcome = fix_source(engine, path, source.text, unsafe)
+        remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
     except SourceError as error:
-        result.error = FileError(path, str(error).split(": error: ", 1)[-1])
+        result.error = _source_error(path, error)
         return result
     except cst.ParserSyntaxError as error:
         result.error = FileError(path, syntax_error_message(source.text, error))
@@ -69,11 +105,13 @@ def fix_file(
     except FixError as error:
         result.error = FileError(path, str(error))
         return result
+    except RecursionError:
+        result.error = FileError(path, "file is nested too deeply to analyse")
+        return result
+    except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
+        result.error = _internal_error(path, error)
+        return result
     result.fixed = outcome.source
     result.applied = outcome.applied
-    result.remaining = FileResult(
-        path, findings=[to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
-    )
-    if write and result.changed:
-        write_source(source, result.fixed)
+    result.remaining = FileResult(path, findings=remaining)
     return result

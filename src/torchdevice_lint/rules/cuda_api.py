@@ -65,6 +65,8 @@ class UnguardedCudaApi(Rule):
             "def test_gpu():\n    torch.cuda.synchronize()\n"
         ),
         Valid("import torch\nn = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"),
+        Valid("import torch\n\ndef run(self):\n    if self.cuda_device is not None:\n        torch.cuda.set_device(self.cuda_device)\n"),
+        Valid("import torch\n\ndef move_to_cuda(sample, device=None):\n    device = device or torch.cuda.current_device()\n"),
     )
     invalid = (
         Invalid(

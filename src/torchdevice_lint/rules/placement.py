@@ -44,6 +44,7 @@ class CudaMethodCall(Rule):
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda() if torch.cuda.is_available() else x\n"),
         Valid("def main(args, model):\n    if args.cuda:\n        model.cuda()\n"),
         Valid("print(args.cuda)\nuse = args.cuda and True\n"),
+        Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
     )
@@ -175,6 +176,14 @@ class HardcodedCudaDevice(Rule):
             fixed='import torch\ndevice = "cpu"\nx = torch.ones(1).to(device)\n',
         ),
         Invalid(
+            "import torch\n\ndef noise(shape, device='cuda'):\n    return torch.randn(shape, device=device)\n",
+            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
+        ),
+        Invalid(
+            'import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda")\n    return w.to(device)\n',
+            fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    return w.to(device)\n',
+        ),
+        Invalid(
             'import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
             fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n',
         ),
@@ -239,20 +248,33 @@ class HardcodedCudaDevice(Rule):
     def _report_device_call(self, literal: cst.BaseExpression, call: cst.Call) -> None:
         """``torch.device("cuda")``: defining a device keeps the call and guards the literal;
         using one in place replaces the whole call by the device chosen at run time."""
-        outer = self.ctx.parent(3)
-        defines = (
-            isinstance(outer, (cst.Assign, cst.AnnAssign)) and outer.value is call
-        ) or (isinstance(outer, cst.Param) and outer.default is call)
-        if defines:
+        if self._defines_device():
             self._report(literal, literal, inline=True)
         else:
             self._report(literal, call, inline=False)
+
+    def _defines_device(self) -> bool:
+        """Whether the statement being visited binds a device (``device = device or
+        torch.device("cuda")``, a parameter default): writing the run-time ``device`` there
+        would refer to the name being defined."""
+        for depth in range(1, len(self.ctx.stack)):
+            ancestor = self.ctx.parent(depth)
+            if isinstance(ancestor, cst.Assign):
+                return any(_names_a_device(t.target) for t in ancestor.targets)
+            if isinstance(ancestor, cst.AnnAssign):
+                return _names_a_device(ancestor.target)
+            if isinstance(ancestor, cst.Param):
+                return True
+            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+                return False
+        return False
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
         text = cst.Module([]).code_for_node(literal)
         message = self.message.format(text)
         if inline:
-            guarded = cst.parse_expression(f'{text} if {availability_check(self.ctx)} else "cpu"')
+            quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
+            guarded = cst.parse_expression(f"{text} if {availability_check(self.ctx)} else {quote}cpu{quote}")
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()

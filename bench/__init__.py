@@ -1,0 +1,1 @@
+"""Benchmarks and the pinned corpus they run on (see README.md)."""

@@ -1,0 +1,191 @@
+"""One benchmark run over the pinned corpus, printed as a table of times and the ratios that
+issue 6 sets targets for. Nothing here asserts: the figures go into bench/README.md.
+
+    python bench/run.py                      # defaults sized for about 15 minutes on 2 cores
+    python bench/run.py --share 1 --flake8-share 1 --torchfix-share 0.05
+
+Every measurement is a fresh child process, timed by wall clock and by the CPU seconds
+(user + system, its own children included) and peak resident memory that ``os.wait4`` reports
+for it. Single-process ratios use CPU seconds, which other load on the machine disturbs far less
+than wall time; the all-cores and cache ratios use wall time, which is what they change.
+TorchFix and plain flake8 run from their own virtual environments under bench/.cache, made on
+first use, so neither is installed next to torchdevice-lint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.corpus import BENCH_DIR, PROJECTS, corpus_files, fraction, line_count  # noqa: E402
+
+TORCHFIX_VERSION = "0.7.0"
+TOOLS_DIR = BENCH_DIR / ".cache"
+
+PARSE_ONLY = """
+import sys, {module}
+for path in open(sys.argv[1]).read().splitlines():
+    with open(path, encoding="utf-8") as handle:
+        {module}.{function}(handle.read())
+"""
+
+
+@dataclass
+class Measurement:
+    label: str
+    files: int
+    lines: int
+    wall: float
+    cpu: float
+    peak_mib: float
+
+    @property
+    def files_per_s(self) -> float:
+        return self.files / self.wall
+
+    @property
+    def lines_per_s(self) -> float:
+        return self.lines / self.wall
+
+
+def measure(label: str, command: Sequence[str], files: Sequence[Path], cwd: Optional[Path] = None) -> Measurement:
+    """Run ``command`` to completion; its output is discarded (exit codes 0/1 are findings)."""
+    with tempfile.TemporaryFile(dir=TOOLS_DIR) as errors:
+        start = time.perf_counter()
+        child = subprocess.Popen(list(command), cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        exit_code = os.waitstatus_to_exitcode(status)
+        if exit_code not in (0, 1):
+            errors.seek(0)
+            raise RuntimeError(f"{label}: exit {exit_code}: {errors.read().decode(errors='replace')[-2000:]}")
+    lines = sum(line_count(path) for path in files)
+    result = Measurement(label, len(files), lines, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    print(f"  {label:44} {wall:8.2f} s wall {result.cpu:8.2f} s cpu", file=sys.stderr, flush=True)
+    return result
+
+
+def tool_venv(name: str, requirement: str) -> Path:
+    """A virtual environment under bench/.cache holding only ``requirement``."""
+    venv = TOOLS_DIR / f"venv-{name}"
+    marker = venv / "installed.txt"
+    if marker.exists() and marker.read_text() == requirement:
+        return venv / "bin"
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", requirement], check=True)
+    marker.write_text(requirement)
+    return venv / "bin"
+
+
+def file_list(files: Sequence[Path]) -> str:
+    handle = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, dir=TOOLS_DIR)
+    handle.write("\n".join(str(path) for path in files))
+    handle.close()
+    return handle.name
+
+
+def check_command(files: Sequence[Path], *options: str) -> List[str]:
+    return [sys.executable, "-m", "torchdevice_lint.cli", "check", *options, *map(str, files)]
+
+
+def run(args: argparse.Namespace) -> List[str]:
+    TOOLS_DIR.mkdir(parents=True, exist_ok=True)
+    corpus = corpus_files(args.projects)
+    files = fraction(corpus, args.share)
+    list_path = file_list(files)
+    cores = len(os.sched_getaffinity(0))
+    rows: List[Measurement] = []
+
+    def add(measurement: Measurement) -> Measurement:
+        rows.append(measurement)
+        return measurement
+
+    print(f"corpus: {len(files)} of {len(corpus)} files; {cores} cores", file=sys.stderr)
+    add(measure("ast.parse (reference)", [sys.executable, "-c", PARSE_ONLY.format(module="ast", function="parse"), list_path], files))
+    parse = add(measure("libcst.parse_module", [sys.executable, "-c", PARSE_ONLY.format(module="libcst", function="parse_module"), list_path], files))
+    by_share = {}
+    for share in (0.25, 0.5):
+        subset = fraction(files, share)
+        by_share[share] = add(measure(f"check -j1 --no-cache, {share:.0%}", check_command(subset, "-j1", "--no-cache"), subset))
+    single = by_share[1.0] = add(measure("check -j1 --no-cache, 100%", check_command(files, "-j1", "--no-cache"), files))
+    pooled = add(measure(f"check -j{cores} --no-cache", check_command(files, "--no-cache"), files))
+    with tempfile.TemporaryDirectory(dir=TOOLS_DIR) as cache_dir:
+        cold = add(measure("check, empty cache (cold)", check_command(files, "--cache-dir", cache_dir), files))
+        warm = add(measure("check, unchanged tree (warm)", check_command(files, "--cache-dir", cache_dir), files))
+
+    ratios = [
+        ("check / libcst parse (cpu, 1 process)", single.cpu / parse.cpu, "<= 1.5"),
+        (f"check -j1 / -j{cores} (wall)", single.wall / pooled.wall, f"~{cores} (both cores)"),
+        (f"check -j{cores} cpu / wall (cores busy)", pooled.cpu / pooled.wall, f"~{cores}"),
+        ("warm re-run / cold run (wall)", warm.wall / cold.wall, "<= 0.05"),
+    ]
+    per_line = {share: m.cpu / m.lines * 1e6 for share, m in by_share.items()}
+    linearity = " / ".join(f"{per_line[s]:.0f}" for s in (0.25, 0.5, 1.0))
+    ratios.append(("check cpu us/line at 25/50/100%", linearity, "flat"))
+
+    if args.flake8_share > 0:
+        subset = fraction(corpus, args.flake8_share)
+        flake8_bin = tool_venv("flake8", f"flake8=={_installed_version('flake8')}")
+        plain = add(measure(f"flake8 -j1 ({len(subset)} files)", [str(flake8_bin / "flake8"), "-j1", "--isolated", *map(str, subset)], subset))
+        ours = add(measure("flake8 -j1 + TDV plugin", [sys.executable, "-m", "flake8", "-j1", "--isolated", *map(str, subset)], subset))
+        ratios.append(("flake8+plugin / flake8 (cpu, 1 process)", ours.cpu / plain.cpu, "<= 2"))
+
+    if args.torchfix_share > 0:
+        subset = fraction(corpus, args.torchfix_share)
+        torchfix_bin = tool_venv("torchfix", f"torchfix=={TORCHFIX_VERSION}")
+        torchfix = add(measure(f"torchfix -j1 ({len(subset)} files)", [str(torchfix_bin / "torchfix"), "-j", "1", *map(str, subset)], subset))
+        ours = add(measure("check -j1 --no-cache, same files", check_command(subset, "-j1", "--no-cache"), subset))
+        ratios.append(("torchfix / check (wall, 1 process)", torchfix.wall / ours.wall, ">= 10"))
+        ratios.append(("torchfix / check (cpu, 1 process)", torchfix.cpu / ours.cpu, ">= 10"))
+    os.unlink(list_path)
+    return _table(rows, ratios, files, corpus)
+
+
+def _installed_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+def _table(rows: Sequence[Measurement], ratios, files, corpus) -> List[str]:
+    pins = ", ".join(f"{p.name}=={p.version}" for p in PROJECTS.values())
+    lines = [
+        f"Corpus: {pins}; measured on {len(files)} of {len(corpus)} files.",
+        "",
+        "| measurement | files | lines | wall s | cpu s | files/s | lines/s | peak MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in rows:
+        lines.append(
+            f"| {m.label} | {m.files} | {m.lines} | {m.wall:.2f} | {m.cpu:.2f} | {m.files_per_s:.1f} "
+            f"| {m.lines_per_s:.0f} | {m.peak_mib:.0f} |"
+        )
+    lines += ["", "| ratio | measured | target |", "|---|---:|---|"]
+    for name, value, target in ratios:
+        shown = value if isinstance(value, str) else f"{value:.3f}"
+        lines.append(f"| {name} | {shown} | {target} |")
+    return lines
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--projects", nargs="*", default=None, help=f"corpus projects (default all: {', '.join(PROJECTS)})")
+    parser.add_argument("--share", type=float, default=0.5, help="share of the corpus for parse/check runs (default 0.5)")
+    parser.add_argument("--flake8-share", type=float, default=0.25, help="share for the flake8 runs (0 skips them)")
+    parser.add_argument("--torchfix-share", type=float, default=0.03, help="share for the TorchFix comparison (0 skips it)")
+    args = parser.parse_args(argv)
+    print("\n".join(run(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Results of unchanged files, kept between runs (ruff-style), so a re-run costs a hash per file.
+
+One JSON file per (tool build, settings, output mode) in the cache directory maps each checked
+file's absolute path to the SHA-256 of its bytes and its result. A file whose bytes hash the same
+gets its stored result back; anything else is checked again. Changing the settings or the tool
+(its version, or any of its source files: an editable install changes without a version bump)
+selects another cache file, so stale results are never returned. The directory holds nothing
+else of value: deleting it only makes the next run cold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Dict, Optional
+
+from .. import __version__
+from .config import Settings
+from .findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+
+CACHE_DIR_NAME = ".torchdevice_cache"
+CACHE_DIR_ENV = "TORCHDEVICE_LINT_CACHE_DIR"
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+def default_cache_dir(settings: Settings) -> Path:
+    """``$TORCHDEVICE_LINT_CACHE_DIR``, else ``.torchdevice_cache`` in the project root."""
+    configured = os.environ.get(CACHE_DIR_ENV)
+    return Path(configured) if configured else Path(settings.root) / CACHE_DIR_NAME
+
+
+def _tool_fingerprint() -> str:
+    """The version plus the size and modification time of every module of the package."""
+    parts = [__version__]
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
+        stat = path.stat()
+        parts.append(f"{path.relative_to(_PACKAGE_DIR)}:{stat.st_size}:{stat.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+class ResultCache:
+    """Load with the settings of this run, ``get``/``put`` per file, ``save`` once at the end."""
+
+    def __init__(self, directory: Path, settings: Settings, with_edits: bool) -> None:
+        self.directory = Path(directory)
+        key_material = json.dumps(
+            {"tool": _tool_fingerprint(), "settings": dataclasses.asdict(settings), "with_edits": with_edits},
+            sort_keys=True,
+            default=str,
+        )
+        self.path = self.directory / f"results-{hashlib.sha256(key_material.encode()).hexdigest()[:20]}.json"
+        self._entries: Dict[str, list] = self._load()
+        self._changed = False
+
+    def _load(self) -> Dict[str, list]:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                entries = json.load(handle)
+        except (OSError, ValueError):
+            return {}  # absent, unreadable or cut short: start cold
+        return entries if isinstance(entries, dict) else {}
+
+    def get(self, path: str, digest: str) -> Optional[FileResult]:
+        entry = self._entries.get(os.path.abspath(path))
+        if entry is None or entry[0] != digest:
+            return None
+        try:
+            return _result_from_dict(path, entry[1])
+        except (KeyError, TypeError, ValueError):
+            return None  # written by an incompatible build: check the file again
+
+    def put(self, path: str, digest: str, result: FileResult) -> None:
+        self._entries[os.path.abspath(path)] = [digest, _result_to_dict(result)]
+        self._changed = True
+
+    def save(self) -> None:
+        """Write atomically; a cache that cannot be written only costs the next run its speed."""
+        if not self._changed:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _mark_as_cache(self.directory)
+            handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.directory)
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump(self._entries, stream, separators=(",", ":"))
+            os.replace(temporary, self.path)
+        except OSError:
+            return
+
+
+def _mark_as_cache(directory: Path) -> None:
+    """Tell git and backup tools (CACHEDIR.TAG) to leave the directory alone."""
+    ignore = directory / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Created by torchdevice-lint; safe to delete.\n*\n")
+    tag = directory / "CACHEDIR.TAG"
+    if not tag.exists():
+        tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n")
+
+
+def _location(data: dict) -> Location:
+    return Location(data["row"], data["column"])
+
+
+def _result_to_dict(result: FileResult) -> dict:
+    return {
+        "parsed": result.parsed,
+        "error": result.error.message if result.error else None,
+        "findings": [finding.as_dict() for finding in result.findings],
+    }
+
+
+def _result_from_dict(path: str, data: dict) -> FileResult:
+    """The stored result, with every file name set to the path as given in this run."""
+    findings = []
+    for item in data["findings"]:
+        fix = item["fix"]
+        findings.append(
+            Finding(
+                code=item["code"],
+                name=item["name"],
+                message=item["message"],
+                filename=path,
+                location=_location(item["location"]),
+                end_location=_location(item["end_location"]),
+                fix=None if fix is None else FixInfo(
+                    applicability=fix["applicability"],
+                    message=fix["message"],
+                    edits=[
+                        Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]))
+                        for edit in fix["edits"]
+                    ],
+                ),
+            )
+        )
+    error = data["error"]
+    return FileResult(
+        filename=path,
+        findings=findings,
+        error=None if error is None else FileError(path, error),
+        parsed=data["parsed"],
+    )

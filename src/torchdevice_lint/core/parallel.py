@@ -1,0 +1,111 @@
+"""Checking many files: cached results first, then the rest on every core.
+
+Each file is independent (no full-repository pass), so the files a cache does not answer are
+spread over a process pool, largest first so no worker is left with a big file at the end.
+Few files are checked in this process: starting workers costs more than it saves there, and a
+single file or stdin never needs them. Results come back in the order of ``paths``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from .cache import ResultCache, content_hash
+from .engine import Engine
+from .findings import FileResult
+from .runner import check_file
+from .sources import SourceError, SourceFile, read_source
+
+#: Below this many files per worker the pool is not started.
+MIN_FILES_PER_WORKER = 4
+#: Files handed to a worker at a time: enough to keep the pipe quiet, few enough to balance.
+MAX_BATCH = 8
+
+_worker_engine: Optional[Engine] = None
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _read(path: str) -> Optional[SourceFile]:
+    """The decoded file, or None when it cannot be read: ``check_file`` then reports why."""
+    try:
+        return read_source(path)
+    except SourceError:
+        return None
+
+
+def _start_worker(engine: Engine) -> None:
+    global _worker_engine
+    _worker_engine = engine
+
+
+def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
+    return [(index, check_file(_worker_engine, path, with_edits, source=source)) for index, path, source in batch]
+
+
+def _pool_context():
+    """fork where it exists: workers inherit the loaded rules instead of importing them again."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def check_paths(
+    engine: Engine,
+    paths: Sequence[str],
+    with_edits: bool = False,
+    jobs: int = 0,
+    cache: Optional[ResultCache] = None,
+    on_done: Callable[[str], None] = lambda path: None,
+) -> List[FileResult]:
+    """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling
+    ``cache``; ``on_done(path)`` follows each file (the progress display)."""
+    jobs = jobs or available_cores()
+    results: List[Optional[FileResult]] = [None] * len(paths)
+    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
+    digests = {}
+    for index, path in enumerate(paths):
+        source = _read(path)
+        if cache is not None and source is not None:
+            digest = digests[index] = content_hash(source.raw)
+            cached = cache.get(path, digest)
+            if cached is not None:
+                results[index] = cached
+                on_done(path)
+                continue
+        pending.append((index, path, source))
+
+    workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
+    if workers > 1:
+        for index, result in _check_in_pool(engine, pending, with_edits, workers):
+            results[index] = result
+            on_done(result.filename)
+    else:
+        for index, path, source in pending:
+            results[index] = check_file(engine, path, with_edits, source=source)
+            on_done(path)
+
+    if cache is not None:
+        for index, path, source in pending:
+            result = results[index]
+            if source is not None and result.error is None:
+                cache.put(path, digests[index], result)
+        cache.save()
+    return results
+
+
+def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
+    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
+    batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
+    batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
+    with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine,)) as pool:
+        futures = [pool.submit(_check_batch, batch, with_edits) for batch in batches]
+        for future in futures:
+            yield from future.result()

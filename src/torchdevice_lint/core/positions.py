@@ -1,0 +1,115 @@
+"""Source positions for the few nodes a file reports, without LibCST's whole-module pass.
+
+``MetadataWrapper(...).resolve(PositionProvider)`` generates the code of the entire module with
+position bookkeeping on every token and node: about twice the parse of the file. A finding needs
+the positions of one node, and every top-level statement starts at column 0 on a known line, so
+only the statements that contain findings are generated with bookkeeping (LibCST's own
+``PositionProvidingCodegenState``, so the ranges are exactly ``PositionProvider``'s); the
+statements before them are generated plainly, just to count their lines, and the statements
+after the last one are not generated at all.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+from libcst._position import CodeRange
+from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
+
+from .walk import TRIVIA_TYPES, walk
+
+
+class _Positions:
+    """Stands in for the provider the codegen state writes ranges into."""
+
+    def __init__(self) -> None:
+        self._computed: Dict[cst.CSTNode, CodeRange] = {}
+
+
+class _FastPositionState(PositionProvidingCodegenState):
+    """LibCST's state, with a shortcut for the common token that holds no line break."""
+
+    def _update_position(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            segments = NEWLINE_RE.split(value)
+            self.line += len(segments) - 1
+            self.column = len(segments[-1])
+        else:
+            self.column += len(value)
+
+
+def _line_breaks(text: str) -> int:
+    return text.count("\n") + text.count("\r") - text.count("\r\n")
+
+
+def statement_positions(module: cst.Module, statements: Iterable[cst.CSTNode]) -> Dict[cst.CSTNode, CodeRange]:
+    """``PositionProvider`` ranges of every node inside the given top-level statements of
+    ``module`` (other nodes are absent)."""
+    wanted = {id(statement) for statement in statements}
+    positions = _Positions()
+    counter = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    for line in module.header:
+        line._codegen(counter)
+    next_line = 1 + _line_breaks("".join(counter.tokens))
+    for statement in module.body:
+        if not wanted:
+            break
+        if id(statement) in wanted:
+            wanted.discard(id(statement))
+            state = _FastPositionState(
+                default_indent=module.default_indent,
+                default_newline=module.default_newline,
+                provider=positions,
+                line=next_line,
+            )
+            statement._codegen(state)
+            next_line = state.line
+        else:
+            counter.tokens.clear()
+            statement._codegen(counter)
+            next_line += _line_breaks("".join(counter.tokens))
+    return positions._computed
+
+
+def node_positions(
+    module: cst.Module, nodes: Sequence[Tuple[cst.CSTNode, cst.CSTNode]]
+) -> Dict[cst.CSTNode, CodeRange]:
+    """Ranges covering each ``(node, top-level statement holding it)``. A node reported after
+    the walk left its statement (at the end of the module) comes with no such statement: the
+    statements holding those are found by one cheap walk, stopping at the last one."""
+    body = {id(statement) for statement in module.body}
+    statements = [statement for _, statement in nodes if id(statement) in body]
+    unplaced = {id(node) for node, statement in nodes if id(statement) not in body}
+    if unplaced:
+        statements.extend(_statements_holding(module, unplaced))
+    return statement_positions(module, statements)
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, wanted: Set[int]) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.wanted:
+            self.wanted.discard(id(node))
+            self.found = True
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        return None
+
+
+def _statements_holding(module: cst.Module, wanted: Set[int]) -> List[cst.CSTNode]:
+    holding = []
+    for statement in module.body:
+        if not wanted:
+            break
+        finder = _Finder(wanted)
+        walk(statement, finder, skip=TRIVIA_TYPES)
+        if finder.found:
+            holding.append(statement)
+    return holding

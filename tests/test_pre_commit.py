@@ -1,0 +1,79 @@
+"""The pre-commit hooks, run by the real pre-commit. ``try-repo`` builds the hooks' own
+virtualenv from a git repository holding this package, installing libcst from the package
+index: about 30 s, hence the ``slow`` marker (deselect with ``-m "not slow"``)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pre_commit")
+if shutil.which("git") is None:
+    pytest.skip("pre-commit needs git", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parent.parent
+GIT_IDENTITY = ["-c", "user.name=tests", "-c", "user.email=tests@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hook_repo(tmp_path_factory):
+    """A git repository with the working tree's package, as pre-commit clones a hook repo."""
+    repo = tmp_path_factory.mktemp("hook-repo")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "src", repo / "src", ignore=ignore)
+    for name in ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml"):
+        shutil.copy2(ROOT / name, repo / name)
+    git("init", "-q", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "hooks", cwd=repo)
+    return repo
+
+
+@pytest.fixture
+def pre_commit_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def pre_commit(*args, cwd, home):
+    environment = {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=environment, capture_output=True, text=True
+    )
+
+
+def project_with(tmp_path, name, text):
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / name).write_text(text)
+    git("add", name, cwd=tmp_path)
+    return tmp_path / name
+
+
+def test_manifest_is_valid(pre_commit_home):
+    result = pre_commit("validate-manifest", str(ROOT / ".pre-commit-hooks.yaml"), cwd=ROOT, home=pre_commit_home)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre_commit_home):
+    """Both hooks in one ``try-repo`` run: each run builds the hook environment afresh."""
+    hazard = project_with(
+        tmp_path, "train.py", 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt")\n'
+    )
+    result = pre_commit("try-repo", str(hook_repo), "--all-files", cwd=tmp_path, home=pre_commit_home)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    # try-repo runs the hooks in id order: the fix first, then the lint on the fixed file.
+    fix_report, lint_report = output.split("torchdevice-lint....", 1)
+    assert "files were modified by this hook" in fix_report
+    assert "Failed" in lint_report and "train.py:2:9: TDV101" in lint_report and "TDV501" not in lint_report
+    # The safe fix is applied; the unsafe one (.cuda() -> a device chosen at run time) is left.
+    assert hazard.read_text() == (
+        'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt", map_location="cpu")\n'
+    )

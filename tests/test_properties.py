@@ -1,0 +1,131 @@
+"""Properties of check and fix over generated programs.
+
+``strategies.programs()`` builds PyTorch code full of hazards; hypothesmith builds arbitrary
+valid Python, which almost never contains one, so its programs get the rules' trigger words in a
+comment (every rule then visits the whole random tree) or are glued to a hazard program.
+
+Profiles: the default ``ci`` keeps the whole module to a few tens of seconds;
+``HYPOTHESIS_PROFILE=thorough`` runs many more examples.
+"""
+
+import os
+
+import hypothesmith
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import programs
+
+from bench.reliability import replay_fix, stray_hunks
+from torchdevice_lint.core.config import Settings
+from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.core.fixer import UnreproducibleSource, fix_source
+
+settings.register_profile(
+    "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.register_profile(
+    "thorough", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+ENGINE = Engine(Settings())
+OPT_IN_ENGINE = Engine(Settings(select=("ALL",), extend_select=("TDV9",)))
+TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
+BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
+
+
+def random_programs():
+    """Valid Python from hypothesmith that LibCST parses too."""
+    return hypothesmith.from_grammar().filter(_libcst_parses)
+
+
+def _libcst_parses(code: str) -> bool:
+    try:
+        cst.parse_module(code)
+    except (cst.ParserSyntaxError, RecursionError):
+        return False
+    return True
+
+
+def fixable(findings):
+    return [f for f in findings if f.fix is not None and f.fix.applicability in ("safe", "unsafe")]
+
+
+def assert_fix_properties(source: str, unsafe: bool) -> None:
+    try:
+        outcome = fix_source(ENGINE, "generated.py", source, unsafe=unsafe)
+    except UnreproducibleSource:
+        assert cst.parse_module(source).code.rstrip("\r") != source.rstrip("\r")
+        return  # refusing is right: LibCST itself would lose part of this file
+    fixed = outcome.source
+    if not outcome.applied:
+        assert fixed == source
+        return
+    cst.parse_module(fixed)
+    compile(fixed, "generated.py", "exec", dont_inherit=True)
+    assert fix_source(ENGINE, "generated.py", fixed, unsafe=unsafe).source == fixed, "fix is not idempotent"
+    replayed, passes = replay_fix(ENGINE, "generated.py", source, unsafe)
+    assert replayed == fixed
+    for fix_pass in passes:
+        assert stray_hunks(fix_pass, BINDING) == [], "fix changed lines it did not mean to"
+    if unsafe:
+        assert fixable(ENGINE.check_source("generated.py", fixed).findings) == []
+
+
+@given(programs())
+def test_unsafe_fix_is_idempotent_valid_local_and_complete(source):
+    assert_fix_properties(source, unsafe=True)
+
+
+@given(programs())
+def test_safe_fix_is_idempotent_valid_and_local(source):
+    assert_fix_properties(source, unsafe=False)
+
+
+@given(programs())
+def test_check_reports_generated_programs_without_errors(source):
+    for engine in (ENGINE, OPT_IN_ENGINE):
+        result = engine.check_source("generated.py", source, with_edits=True)
+        assert result.error is None
+
+
+@given(random_programs())
+def test_check_never_raises_on_random_programs(source):
+    for engine in (ENGINE, OPT_IN_ENGINE):
+        result = engine.check_source("random.py", source + TRIGGERS, with_edits=True)
+        assert result.error is None or "nested too deeply" in result.error.message
+
+
+@given(programs(), random_programs())
+@settings(suppress_health_check=list(HealthCheck))
+def test_fix_properties_hold_among_random_code(hazards, noise):
+    source = hazards + "\n" + noise
+    try:
+        compile(source, "mixed.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        assume(False)  # e.g. a __future__ import in the random half
+    assert_fix_properties(source, unsafe=True)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import torch\n" + "x = " + "(" * 40 + "x.cuda()" + ")" * 40 + "\n",
+        "import torch\n" + "".join("    " * i + "if a:\n" for i in range(60)) + "    " * 60 + "x.cuda()\n",
+        "import torch\nx = " + " + ".join(["y.cuda()"] * 300) + "\n",
+    ],
+    ids=["deep-parentheses", "deep-blocks", "long-expression"],
+)
+def test_deeply_nested_code_is_fixed_or_reported_without_raising(source):
+    result = ENGINE.check_source("nested.py", source, with_edits=True)
+    assert result.error is None or "nested too deeply" in result.error.message
+    if result.error is None:
+        assert_fix_properties(source, unsafe=True)
+
+
+@given(st.text(alphabet="cuda().tofrm impt\n\r\t #'\"=:,[]01", max_size=120))
+def test_check_never_raises_on_arbitrary_text(text):
+    result = ENGINE.check_source("noise.py", "import torch\n" + text, with_edits=True)
+    assert result.error is None or result.error.message

@@ -1,0 +1,44 @@
+"""Regression tests for fixer and rule bugs found by the property tests and the corpus run."""
+
+import libcst as cst
+import pytest
+
+from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.core.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint.core.runner import fix_file
+
+
+def fixed(source, unsafe=True):
+    return fix_source(Engine(), "example.py", source, unsafe).source
+
+
+def test_cr_only_file_keeps_its_final_newline():
+    # LibCST's code generation drops the last "\r" of a CR-only file; the fixer restores it.
+    assert fixed("import torch\rw = torch.load(p)\r\r") == 'import torch\rw = torch.load(p, map_location="cpu")\r\r'
+
+
+def test_json_edits_of_a_cr_only_file_keep_its_final_newline():
+    result = Engine().check_source("example.py", "import torch\rw = torch.load(p)\r", with_edits=True)
+    [edit] = result.findings[0].fix.edits
+    assert edit.content == 'w = torch.load(p, map_location="cpu")\r'
+
+
+UNREPRODUCIBLE = "import torch\nw = torch.load(p)\n\n\t   #c\r\n  \t\t#end"
+
+
+def test_file_libcst_cannot_reproduce_is_refused_not_rewritten(tmp_path):
+    # LibCST drops the "#c" comment line here (mixed line endings, no final newline).
+    assert cst.parse_module(UNREPRODUCIBLE).code != UNREPRODUCIBLE
+    with pytest.raises(UnreproducibleSource):
+        fix_source(Engine(), "example.py", UNREPRODUCIBLE, unsafe=True)
+    target = tmp_path / "example.py"
+    target.write_bytes(UNREPRODUCIBLE.encode())
+    result = fix_file(Engine(), str(target), unsafe=True, write=True)
+    assert "not rewritten" in result.error.message
+    assert target.read_bytes() == UNREPRODUCIBLE.encode()
+
+
+def test_check_of_a_file_libcst_cannot_reproduce_offers_no_edits():
+    result = Engine().check_source("example.py", UNREPRODUCIBLE, with_edits=True)
+    assert [f.code for f in result.findings] == ["TDV501"]
+    assert result.findings[0].fix.edits == []

@@ -1,0 +1,103 @@
+"""The engine's cheap walk and positions must equal LibCST's ``visit`` and ``PositionProvider``."""
+
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from torchdevice_lint.core.positions import node_positions, statement_positions
+from torchdevice_lint.core.walk import TRIVIA_TYPES, walk
+
+SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
+@decorator(arg)  # comment
+class Model(nn.Module, metaclass=Meta):
+    """doc"""
+
+    def forward(self, x: "Tensor", *args, y=1, **kwargs) -> Tensor:
+        width = 4
+        label = f"{x!r:>{width}} {y=}"
+        with torch.no_grad(), open(p) as (a, b):
+            for i in range(3):
+                x = x[1:2, ..., None] @ x if i else -x
+        try:
+            pass
+        except (ValueError, TypeError) as error:
+            raise RuntimeError() from error
+        finally:
+            del x
+        return lambda q, *r: {k: v for k, v in kwargs.items() if k} or [*args]
+
+async def run():
+    async for item in stream():
+        await item
+    match command:
+        case [first, *rest] if first:
+            pass
+\r
+x = 1 ;  y = 2  # trailing
+'''
+
+
+class _Recorder(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def on_visit(self, node):
+        self.events.append(("visit", id(node)))
+        return True
+
+    def on_leave(self, original_node):
+        self.events.append(("leave", id(original_node)))
+
+
+def test_walk_visits_what_visit_visits_in_the_same_order():
+    module = cst.parse_module(SAMPLE)
+    expected, walked = _Recorder(), _Recorder()
+    module.visit(expected)
+    walk(module, walked)
+    assert walked.events == expected.events
+
+
+def test_skipped_trivia_leaves_the_other_nodes_in_order():
+    module = cst.parse_module(SAMPLE)
+    everything, skipping = _Recorder(), _Recorder()
+    walk(module, everything)
+    walk(module, skipping, skip=TRIVIA_TYPES)
+    inside_trivia = set()
+
+    class _Trivia(cst.CSTVisitor):
+        def on_visit(self, node):
+            if type(node) in TRIVIA_TYPES:
+                inside_trivia.update(id(n) for n in _subtree(node))
+                return False
+            return True
+
+    module.visit(_Trivia())
+    assert skipping.events == [e for e in everything.events if e[1] not in inside_trivia]
+
+
+def _subtree(node):
+    found = [node]
+    for child in node.children:
+        found.extend(_subtree(child))
+    return found
+
+
+def test_positions_of_chosen_statements_equal_position_provider():
+    module = cst.parse_module(SAMPLE)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    chosen = module.body[len(module.body) // 2::3]
+    positions = statement_positions(module, chosen)
+    expected_nodes = [n for statement in chosen for n in _subtree(statement)]
+    assert expected_nodes and all(positions[n] == reference[n] for n in expected_nodes)
+    assert all(positions[n] == reference[n] for n in positions)
+
+
+def test_nodes_reported_away_from_their_statement_still_get_positions():
+    module = cst.parse_module(SAMPLE)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    late = [n for n in _subtree(module.body[-3]) if isinstance(n, cst.Name)][-1]  # reported at leave_Module
+    placed = [n for n in _subtree(module.body[1]) if isinstance(n, cst.Name)][0]
+    positions = node_positions(module, [(late, late), (placed, module.body[1])])
+    assert positions[late] == reference[late] and positions[placed] == reference[placed]
