@@ -200,6 +200,7 @@ _AUG_OPERATORS = (
     cst.ModuloAssign, cst.PowerAssign, cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign,
     cst.MatrixMultiplyAssign,
 )
+_FUNCTIONAL_TENSOR_KEYWORDS = {"weight", "bias", "target", "pos_weight"}
 _RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
 _SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
 #: Module methods that leave the module where it is.
@@ -485,8 +486,11 @@ class _FunctionWalk:
             return self.with_statement(statement, env)
         if isinstance(statement, (cst.Try, cst.TryStar)):
             return self.try_statement(statement, env)
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(statement, cst.FunctionDef):
             env[statement.name.value] = None  # walked on its own
+            return env
+        if isinstance(statement, cst.ClassDef):
+            env.pop(statement.name.value, None)  # calling it constructs (a module, maybe)
             return env
         # match statements and anything newer: forget what they may bind, report nothing inside
         return self.forget_bindings(statement, env)
@@ -907,7 +911,8 @@ class _FunctionWalk:
             return None
         if namespace == "torch.nn.functional":
             if leaf in _FUNCTIONAL_COMBINERS and len(positional) >= 2:
-                operands = [(self.expr_value_of(arg, node, args), arg.value) for arg in positional[:3]]
+                matched = positional[:3] + [arg for arg in node.args if arg.keyword is not None and arg.keyword.value in _FUNCTIONAL_TENSOR_KEYWORDS]
+                operands = [(self.expr_value_of(arg, node, args), arg.value) for arg in matched]
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
         if namespace == "torch.nn" and leaf[:1].isupper():
