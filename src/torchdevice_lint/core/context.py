@@ -39,6 +39,15 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def last_name(node: cst.BaseExpression) -> Optional[str]:
+    """``x`` for ``x`` and ``a.b.x``: the name an expression ends in."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None
+
+
 def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
     """Local name -> qualified name bound by one import statement."""
     bound: Dict[str, str] = {}
@@ -68,7 +77,7 @@ def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
     return bound
 
 
-class _BindingCollector(cst.CSTVisitor):
+class BindingCollector(cst.CSTVisitor):
     """Names bound directly in one scope (nested functions and classes are not entered)."""
 
     def __init__(self, root: cst.CSTNode) -> None:
@@ -217,7 +226,7 @@ class FileContext:
     def bound_names(self, scope: cst.CSTNode) -> Set[str]:
         key = id(scope)
         if key not in self._bindings:
-            collector = _BindingCollector(scope)
+            collector = BindingCollector(scope)
             if isinstance(scope, cst.Module):
                 for statement in scope.body:
                     statement.visit(collector)

@@ -12,6 +12,8 @@ from typing import Callable, Optional
 
 import libcst as cst
 
+from .context import last_name
+
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
 AVAILABILITY_CALLS = {
@@ -36,14 +38,6 @@ def _string_value(node: cst.BaseExpression) -> Optional[str]:
         head = node.parts[0] if node.parts else None
         if isinstance(head, cst.FormattedStringText):
             return head.value
-    return None
-
-
-def _last_name(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
     return None
 
 
@@ -89,7 +83,7 @@ def classify(test: cst.BaseExpression, qualname: QualName) -> int:
         func_name = qualname(test.func)
         if func_name in AVAILABILITY_CALLS:
             return POSITIVE
-        last = _last_name(test.func)
+        last = last_name(test.func)
         if last in {"is_available", "device_count"}:
             return POSITIVE
         if last == "startswith" and isinstance(test.func, cst.Attribute) and test.args:
@@ -100,7 +94,7 @@ def classify(test: cst.BaseExpression, qualname: QualName) -> int:
     if isinstance(test, cst.Comparison):
         return _classify_comparison(test, qualname)
     if isinstance(test, (cst.Name, cst.Attribute)):
-        name = _last_name(test)
+        name = last_name(test)
         if name == "is_cuda":
             return POSITIVE
         return _flag_name(name) if name else NEUTRAL
@@ -115,12 +109,12 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     left, right = test.left, target.comparator
     # args.gpu is not None / self.cuda_device is None
     if isinstance(right, cst.Name) and right.value == "None" and isinstance(operator, (cst.Is, cst.IsNot)):
-        flag = _flag_name(_last_name(left) or "")
+        flag = _flag_name(last_name(left) or "")
         return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):
         if isinstance(side, cst.Call) and (
-            qualname(side.func) in AVAILABILITY_CALLS or _last_name(side.func) == "device_count"
+            qualname(side.func) in AVAILABILITY_CALLS or last_name(side.func) == "device_count"
         ):
             if isinstance(other, cst.Integer):
                 count = int(other.value, 0)
@@ -162,6 +156,6 @@ def terminates(block: cst.BaseSuite) -> bool:
     if isinstance(last_small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
         return True
     if isinstance(last_small, cst.Expr) and isinstance(last_small.value, cst.Call):
-        name = _last_name(last_small.value.func)
+        name = last_name(last_small.value.func)
         return name in {"skip", "skipTest", "exit", "_exit", "abort", "fail"}
     return False

@@ -269,6 +269,12 @@ class MixedDeviceOperation(Rule):
             "import torch\n\ndef accuracy(logits, labels):\n    labels = labels.cuda()\n    return (labels == torch.tensor([1, 2, 3])).float().mean()\n",
             fixed="import torch\n\ndef accuracy(logits, labels):\n    labels = labels.cuda()\n    return (labels == torch.tensor([1, 2, 3], device=labels.device)).float().mean()\n",
         ),
+        Invalid(
+            "import torch\nimport torch.nn.functional as F\n\ndef loss(logits, labels, device):\n"
+            "    weights = torch.tensor([1.0, 4.0])\n    return F.cross_entropy(logits.to(device), labels.to(device), weight=weights)\n",
+            fixed="import torch\nimport torch.nn.functional as F\n\ndef loss(logits, labels, device):\n"
+            "    weights = torch.tensor([1.0, 4.0], device=device)\n    return F.cross_entropy(logits.to(device), labels.to(device), weight=weights)\n",
+        ),
     )
 
     def leave_Module(self, node: cst.Module) -> None:

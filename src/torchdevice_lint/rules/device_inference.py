@@ -24,7 +24,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import libcst as cst
 
 from ..core import guards
-from ..core.context import FileContext, _BindingCollector, dotted_name, import_aliases
+from ..core.context import BindingCollector, FileContext, dotted_name, import_aliases, last_name
 
 MAX_LOOP_PASSES = 3
 
@@ -200,6 +200,7 @@ _AUG_OPERATORS = (
     cst.ModuloAssign, cst.PowerAssign, cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign,
     cst.MatrixMultiplyAssign,
 )
+_FUNCTIONAL_TENSOR_KEYWORDS = {"weight", "bias", "target", "pos_weight"}
 _RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
 _SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
 #: Module methods that leave the module where it is.
@@ -221,14 +222,6 @@ def _keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
 
 def _positional(call: cst.Call) -> List[cst.Arg]:
     return [arg for arg in call.args if arg.keyword is None and not arg.star]
-
-
-def _last_name(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return None
 
 
 def _string(node: cst.BaseExpression) -> Optional[str]:
@@ -387,7 +380,7 @@ class _ShapeWalker:
                     self.shape.attribute_sites.setdefault(attribute, []).append(function)
         for call in _statement_calls(statement):
             func = call.func
-            name = _last_name(func)
+            name = last_name(func)
             if name == "setattr":
                 self.shape.uses_setattr = True
             elif name in {"register_buffer", "register_parameter", "register_module", "add_module"} and call.args:
@@ -485,14 +478,17 @@ class _FunctionWalk:
             return self.with_statement(statement, env)
         if isinstance(statement, (cst.Try, cst.TryStar)):
             return self.try_statement(statement, env)
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(statement, cst.FunctionDef):
             env[statement.name.value] = None  # walked on its own
+            return env
+        if isinstance(statement, cst.ClassDef):
+            env.pop(statement.name.value, None)  # calling it constructs (a module, maybe)
             return env
         # match statements and anything newer: forget what they may bind, report nothing inside
         return self.forget_bindings(statement, env)
 
     def forget_bindings(self, statement: cst.CSTNode, env: Env) -> Env:
-        collector = _BindingCollector(statement)
+        collector = BindingCollector(statement)
         statement.visit(collector)
         for name in collector.names:
             self.assign_key(name, None, env)
@@ -608,7 +604,7 @@ class _FunctionWalk:
             name = self.ctx.qualname(context)
             if name in _NO_GRAD_CONTEXTS:
                 no_grad = 1
-            elif name == "torch.device" or (name is None and _names_a_device(_last_name(context) or "")):
+            elif name == "torch.device" or (name is None and _names_a_device(last_name(context) or "")):
                 default_device = 1
             if item.asname is not None:
                 self.assign(item.asname.name, None, env)
@@ -907,7 +903,8 @@ class _FunctionWalk:
             return None
         if namespace == "torch.nn.functional":
             if leaf in _FUNCTIONAL_COMBINERS and len(positional) >= 2:
-                operands = [(self.expr_value_of(arg, node, args), arg.value) for arg in positional[:3]]
+                matched = positional[:3] + [arg for arg in node.args if arg.keyword is not None and arg.keyword.value in _FUNCTIONAL_TENSOR_KEYWORDS]
+                operands = [(self.expr_value_of(arg, node, args), arg.value) for arg in matched]
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
         if namespace == "torch.nn" and leaf[:1].isupper():
@@ -1048,7 +1045,7 @@ class _FunctionWalk:
         name = self.ctx.qualname(first)
         if name is not None and name.startswith("torch.") and name.split(".")[-1] in _DTYPES:
             return "keep", None
-        last = _last_name(first)
+        last = last_name(first)
         if last is not None and "dtype" in last.lower():
             return "keep", None
         key = dotted_name(first)
@@ -1247,7 +1244,7 @@ class _FileAnalysis:
         env: Env = {}
         tensor_params: List[str] = []
         params = list(function.params.posonly_params) + list(function.params.params)
-        method = klass is not None and not any(_last_name(d.decorator) == "staticmethod" for d in function.decorators)
+        method = klass is not None and not any(last_name(d.decorator) == "staticmethod" for d in function.decorators)
         forward = method and function.name.value == "forward"
         for index, param in enumerate(params + list(function.params.kwonly_params)):
             name = param.name.value

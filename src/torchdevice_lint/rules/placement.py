@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..core.context import last_name
 from ..core.rule import Applicability, Invalid, Rule, Valid
 from .common import (
     availability_check,
@@ -108,16 +109,8 @@ class CudaMethodCall(Rule):
         self.report(node, fix=self.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
 
 
-def _last_name(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return node.attr.value
-    return None
-
-
 def _names_a_device(target: cst.BaseExpression) -> bool:
-    name = _last_name(target)
+    name = last_name(target)
     return name is not None and "device" in name.lower()
 
 

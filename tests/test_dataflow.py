@@ -1,0 +1,115 @@
+"""The device inference behind TDV401-403, beyond the rules' own examples: what it must not
+report (precision first) and the corner cases of its joins, loops and fixes."""
+
+import pytest
+
+from torchdevice_lint.core.config import Settings
+from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.core.fixer import fix_source
+from torchdevice_lint.core.registry import rule_by_code
+
+CODES = ("TDV401", "TDV402", "TDV403")
+
+
+def codes(source):
+    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    result = engine.check_source("t.py", source)
+    assert result.error is None
+    return [f.code for f in result.findings]
+
+
+def fixed(source):
+    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    return fix_source(engine, "t.py", source, unsafe=True).source
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the same tensor moved back inside the loop: unknown at the head
+        "import torch\nx = torch.ones(2).cuda()\nfor _ in range(3):\n    x = x.cpu()\nx.numpy()\n",
+        # an exception may leave the try body before the move
+        "import torch\nx = torch.ones(2)\ntry:\n    x = x.cuda()\nexcept RuntimeError:\n    pass\nx.numpy()\n",
+        # a default device set anywhere in the file makes every factory's device unknown
+        'import torch\ntorch.set_default_device("cuda")\nx = torch.ones(3).cuda()\ny = x + torch.ones(3)\n',
+        # factories under `with torch.device(...)` are created there
+        'import torch\nwith torch.device("cuda"):\n    m = torch.ones(3)\nx = torch.ones(3).cuda() + m\n',
+        # `torch.tensor(name)` may be a scalar
+        "import torch\n\ndef f(x, value):\n    return x.cuda() * torch.tensor(value)\n",
+        # python scalars, shapes and `.item()` are not tensors
+        "import torch\n\ndef f(x):\n    x = x.cuda()\n    n = x.size(0)\n    return x * n + x.sum().item()\n",
+        # dtype casts are not moves; `.to(other)` follows the other tensor
+        "import torch\n\ndef f(x):\n    y = x.cuda()\n    z = torch.ones(3).to(y)\n    return y + z.to(torch.float16)\n",
+        # a module handed to an unknown call may have been moved there
+        "import torch\nfrom torch import nn\nm = nn.Linear(3, 3)\nsetup(m)\nm(torch.ones(3).cuda())\n",
+        # a plain attribute assigned outside __init__ is not stuck on the CPU
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = torch.ones(3)\n\n    def forward(self, x):\n        return x * self.w\n\nmodel = M()\nmodel.w = model.w.cuda()\n",
+        # a class that overrides `_apply` moves its own attributes
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = torch.ones(3)\n\n    def _apply(self, fn):\n        self.w = fn(self.w)\n        return super()._apply(fn)\n\n"
+        "    def forward(self, x):\n        return x * self.w\n",
+        # a device variable pointing at the CPU
+        'import torch\ndevice = "cpu"\nx = torch.ones(3).to(device)\nx.numpy()\ny = x + torch.ones(3)\n',
+        # `cpu` as a parameter default: the caller's choice is not known to be a GPU
+        'import torch\n\ndef f(x, device="cpu"):\n    return x.to(device).numpy()\n',
+        # a function with a Tensor-annotated parameter is not forward: its inputs may be on the CPU
+        "import torch\n\ndef pad(x: torch.Tensor):\n    return torch.cat([x, torch.zeros(3)])\n",
+        # forward's first parameter annotated as something else
+        "import torch\nfrom torch import nn\n\nclass G(nn.Module):\n    def forward(self, shape: tuple):\n        return torch.zeros(shape) + torch.ones(3)\n",
+    ],
+)
+def test_not_reported(source):
+    assert codes(source) == []
+
+
+def test_0dim_cpu_partner_is_legal_but_1dim_is_not():
+    head = "import torch\n\ndef f(x):\n    x = x.cuda()\n"
+    assert codes(head + "    return x + torch.tensor(1.0) + torch.zeros(())\n") == []
+    assert codes(head + "    return x + torch.tensor([1.0])\n") == ["TDV402"]
+
+
+def test_loop_carried_device_value_reaches_numpy():
+    source = "import torch\nx = torch.zeros(2).cuda()\nwhile cond():\n    x = torch.relu(x)\nprint(x.numpy())\n"
+    assert codes(source) == ["TDV401"]
+
+
+def test_break_path_joins_into_after_loop():
+    source = (
+        "import torch\nx = torch.zeros(2).cuda()\nfor b in batches:\n    if b:\n        x = b\n        break\n"
+        "print(x.numpy())\n"
+    )
+    assert codes(source) == []
+
+
+def test_stuck_attribute_reported_in_every_method_using_it_with_a_device_tensor():
+    source = (
+        "import torch\n\nclass Runner:\n    def __init__(self, device):\n        self.device = device\n"
+        "        self.mean = torch.tensor([0.5, 0.5])\n\n    def step(self, x):\n"
+        "        x = x.to(self.device)\n        return x - self.mean\n"
+    )
+    assert codes(source) == ["TDV402"]
+
+
+def test_numpy_fix_composes_with_factory_fix():
+    source = "import torch\n\ndef f(x):\n    x = x.cuda()\n    y = x + torch.ones(3)\n    return y.numpy()\n"
+    assert sorted(codes(source)) == ["TDV401", "TDV402"]
+    assert fixed(source) == (
+        "import torch\n\ndef f(x):\n    x = x.cuda()\n    y = x + torch.ones(3, device=x.device)\n"
+        "    return y.detach().cpu().numpy()\n"
+    )
+
+
+def test_fix_is_not_written_where_the_device_tensor_does_not_exist_yet():
+    source = "import torch\n\ndef f(x):\n    m = torch.ones(3)\n    x = x.cuda()\n    return x * m\n"
+    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    [finding] = engine.check_source("t.py", source).findings
+    assert finding.fix.applicability == "display-only"
+
+
+def test_factory_shared_by_two_operations_is_reported_once():
+    source = (
+        "import torch\nfrom torch import nn\n\nclass P(nn.Module):\n    def forward(self, x):\n"
+        "        pos = torch.arange(4)\n        return x + pos, x * pos\n"
+    )
+    assert codes(source) == ["TDV403"]
