@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import libcst as cst
 
 from torchdevice_lint.core.config import Settings
 from torchdevice_lint.core.engine import Engine

@@ -1,7 +1,6 @@
 """Whole runs in subprocesses: concurrent fixers on one tree, a run stopped by SIGINT, code that
 must never be imported, and configuration mistakes."""
 
-import os
 import shutil
 import signal
 import subprocess
