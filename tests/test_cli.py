@@ -37,6 +37,11 @@ def test_check_reports_findings_and_exits_1(project):
     assert "Found" in result.stderr
 
 
+def test_paths_found_under_dot_are_printed_without_prefix(project):
+    result = run("check", "--output-format", "concise", ".", cwd=project / "pkg")
+    assert result.stdout.splitlines()[0].startswith("hazards.py:")
+
+
 def test_check_clean_file_exits_0(project):
     result = run("check", "pkg/clean.py", cwd=project)
     assert result.returncode == 0, result.stderr

@@ -104,7 +104,7 @@ def _walk(root: str, settings: Settings, notes: List[str]) -> List[str]:
         subdirectories[:] = kept
         for filename in sorted(filenames):
             if filename.endswith(".py"):
-                path = os.path.join(directory, filename)
+                path = os.path.normpath(os.path.join(directory, filename))  # "./a.py" -> "a.py", as ruff prints it
                 if is_excluded(path, settings):
                     continue
                 if os.path.islink(path):
