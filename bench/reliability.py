@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdevice_lint.core.config import Settings
 from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import FixError, apply_fixes, applicable, fix_source, lost_suffix, verify
+from torchdevice_lint.core.fixer import FixError, FixOutcome, fix_source
 from torchdevice_lint.core.sources import SourceError, read_source
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
@@ -59,28 +59,20 @@ class FixPass:
     intended: List[Tuple[int, int]]
 
 
-def replay_fix(engine: Engine, path: str, source: str, unsafe: bool = True) -> Tuple[str, List[FixPass]]:
-    """The fixer's loop (``fix_source``) step by step, keeping what each pass meant to edit."""
+def replay_fix(engine: Engine, path: str, source: str, unsafe: bool = True) -> Tuple[FixOutcome, List[FixPass]]:
+    """Run the fixer, keeping for each pass what its chosen fixes meant to edit."""
     passes: List[FixPass] = []
-    current = source
-    analysis = engine.analyze(path, current)
-    while analysis is not None:
-        chosen = applicable(analysis.findings, unsafe)
-        if not chosen:
-            break
-        updated = apply_fixes(analysis, chosen) + lost_suffix(analysis)
-        if updated == current:
-            break
-        verify(updated, path)
+
+    def record(analysis, chosen, updated: str) -> None:
         intended = []
         for raw in chosen:
             for node in raw.fix.replacements:
                 span = analysis.positions[node]
                 intended.append((span.start.line, span.end.line))
-        passes.append(FixPass(current, updated, intended))
-        current = updated
-        analysis = engine.analyze(path, current)
-    return current, passes
+        passes.append(FixPass(analysis.ctx.source, updated, intended))
+
+    outcome = fix_source(engine, path, source, unsafe, on_pass=record)
+    return outcome, passes
 
 
 def _is_file_level_line(line: str, binding: str) -> bool:
@@ -123,7 +115,6 @@ class FileReport:
     violations: List[str] = field(default_factory=list)
     not_idempotent: bool = False
     remaining_fixable: List[str] = field(default_factory=list)
-    replay_mismatch: bool = False
     findings: int = 0
     fixed_text: Optional[str] = None
 
@@ -142,15 +133,13 @@ def examine(path: str, engine: Optional[Engine] = None) -> FileReport:
             report.error = str(result.error)
             return report
         report.findings = len(result.findings)
-        outcome = fix_source(engine, path, source.text, unsafe=True)
+        outcome, passes = replay_fix(engine, path, source.text)
         report.applied = sum(outcome.applied.values())
         if not outcome.applied:
             return report
         report.fixed = True
         report.fixed_text = outcome.source
-        final, passes = replay_fix(engine, path, source.text)
         report.passes = len(passes)
-        report.replay_mismatch = final != outcome.source
         binding = f"{engine.settings.device_name} = {engine.settings.binding_expression()}"
         for fix_pass in passes:
             report.violations += stray_hunks(fix_pass, binding)
@@ -232,7 +221,6 @@ def summarise(reports: Sequence[FileReport]) -> Dict[str, int]:
         "byte-identity violations": sum(1 for r in reports if r.violations),
         "not idempotent": sum(1 for r in reports if r.not_idempotent),
         "fixable left": sum(1 for r in reports if r.remaining_fixable),
-        "replay mismatches": sum(1 for r in reports if r.replay_mismatch),
     }
 
 
@@ -255,8 +243,6 @@ def _details(report: FileReport) -> Iterable[str]:
         yield f"IDEMPOTENCE {report.path}"
     if report.remaining_fixable:
         yield f"LEFT {report.path}: {', '.join(report.remaining_fixable)}"
-    if report.replay_mismatch:
-        yield f"REPLAY {report.path}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import libcst as cst
 
@@ -157,9 +157,16 @@ def lost_suffix(analysis: Analysis) -> str:
     raise UnreproducibleSource("LibCST does not reproduce this file exactly, so it is not rewritten; file left unchanged")
 
 
-def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutcome:
+def fix_source(
+    engine: Engine,
+    path: str,
+    source: str,
+    unsafe: bool,
+    on_pass: Optional[Callable[[Analysis, List[RawFinding], str], None]] = None,
+) -> FixOutcome:
     """Fix until no applicable fix is left; ``outcome.source`` is ``source`` itself when nothing
-    was applied. Raises ParserSyntaxError for an unparsable input and FixError for a bad fix."""
+    was applied. ``on_pass(analysis, chosen, updated)`` sees each pass (the reliability check
+    uses it). Raises ParserSyntaxError for an unparsable input and FixError for a bad fix."""
     outcome = FixOutcome(source=source)
     current = source
     analysis = engine.analyze(path, current)
@@ -173,6 +180,8 @@ def fix_source(engine: Engine, path: str, source: str, unsafe: bool) -> FixOutco
         if updated == current:
             break
         verify(updated, path)
+        if on_pass is not None:
+            on_pass(analysis, chosen, updated)
         for raw in chosen:
             outcome.applied[raw.rule.code] = outcome.applied.get(raw.rule.code, 0) + 1
         current = updated
