@@ -80,9 +80,13 @@ def _discover(paths: Sequence[str], settings: Settings):
     return found
 
 
-def _stdin_source(args: argparse.Namespace) -> SourceFile:
-    name = args.stdin_filename or "-"
-    return decode(name, sys.stdin.buffer.read())
+def _stdin_source(args: argparse.Namespace) -> Optional[SourceFile]:
+    """The file read from stdin, or None (with the one-line error printed) if it cannot be decoded."""
+    try:
+        return decode(args.stdin_filename or "-", sys.stdin.buffer.read())
+    except SourceError as error:
+        _error(str(error))
+        return None
 
 
 def _error(message: str) -> None:
@@ -138,10 +142,8 @@ def _check_command(args: argparse.Namespace) -> int:
     engine = Engine(settings)
     with_edits = args.output_format in FORMATS_WITH_EDITS
     if args.paths == ["-"]:
-        try:
-            source = _stdin_source(args)
-        except SourceError as error:
-            _error(str(error))
+        source = _stdin_source(args)
+        if source is None:
             return EXIT_ERROR
         results = [check_file(engine, source.path, with_edits, source=source)]
         sources = {source.path: source.text}
@@ -206,10 +208,8 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     engine = Engine(settings)
     write = not (args.diff or args.check)
     if args.paths == ["-"]:
-        try:
-            source = _stdin_source(args)
-        except SourceError as error:
-            _error(str(error))
+        source = _stdin_source(args)
+        if source is None:
             return EXIT_ERROR
         result = fix_file(engine, source.path, settings.unsafe_fixes, write=False, source=source)
         if result.error:
