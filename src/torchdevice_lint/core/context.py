@@ -48,6 +48,21 @@ def last_name(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """A plain string literal's value, or the leading text of an f-string (``f"cuda:{i}"``)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # noqa: BLE001 - byte strings and odd prefixes
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString) and node.parts:
+        head = node.parts[0]
+        if isinstance(head, cst.FormattedStringText):
+            return head.value
+    return None
+
+
 def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
     """Local name -> qualified name bound by one import statement."""
     bound: Dict[str, str] = {}

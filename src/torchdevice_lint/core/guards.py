@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from .context import last_name
+from .context import last_name, string_value
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
@@ -25,20 +25,6 @@ AVAILABILITY_CALLS = {
 }
 
 QualName = Callable[[cst.BaseExpression], Optional[str]]
-
-
-def _string_value(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # noqa: BLE001 - odd prefixes
-            return None
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.FormattedString):
-        head = node.parts[0] if node.parts else None
-        if isinstance(head, cst.FormattedStringText):
-            return head.value
-    return None
 
 
 def names_cuda(name: str) -> bool:
@@ -87,7 +73,7 @@ def classify(test: cst.BaseExpression, qualname: QualName) -> int:
         if last in {"is_available", "device_count"}:
             return POSITIVE
         if last == "startswith" and isinstance(test.func, cst.Attribute) and test.args:
-            return _compare_device_string(_string_value(test.args[0].value))
+            return _compare_device_string(string_value(test.args[0].value))
         if last is not None:
             return _flag_name(last) if last.startswith(("is_", "has_", "use_", "can_", "on_", "no_")) else NEUTRAL
         return NEUTRAL
@@ -129,7 +115,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
             return NEUTRAL
     sign = NEUTRAL
     for side in (left, right):
-        sign = sign or _compare_device_string(_string_value(side))
+        sign = sign or _compare_device_string(string_value(side))
     if sign == NEUTRAL:
         return NEUTRAL
     if isinstance(operator, (cst.Equal, cst.Is, cst.In)):

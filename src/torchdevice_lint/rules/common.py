@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from ..core.context import FileContext
+from ..core.context import FileContext, string_value
 from ..core.rule import Applicability, Fix, Rule
 
 # dtype of each legacy typed tensor class, torch.cuda.FloatTensor and friends.
@@ -24,19 +24,18 @@ LEGACY_TENSOR_DTYPES = {
 }
 
 
-def string_value(node: cst.CSTNode) -> Optional[str]:
-    """A plain string literal's value, or the leading text of an f-string (``f"cuda:{i}"``)."""
-    if isinstance(node, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # noqa: BLE001 - byte strings and odd prefixes
-            return None
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.FormattedString) and node.parts:
-        head = node.parts[0]
-        if isinstance(head, cst.FormattedStringText):
-            return head.value
-    return None
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """``name=value`` written without spaces, as PEP 8 wants for keyword arguments."""
+    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return cst.Arg(value, keyword=cst.Name(name), equal=tight)
+
+
+def source_of(node: cst.CSTNode) -> str:
+    """The code of one node, for messages."""
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+_EMPTY_MODULE = cst.Module([])
 
 
 def is_cuda_string(node: cst.CSTNode) -> bool:

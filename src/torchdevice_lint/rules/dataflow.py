@@ -8,15 +8,8 @@ from typing import Dict, List, Optional, Sequence
 import libcst as cst
 
 from ..core.rule import Applicability, Fix, Invalid, Rule, Valid
-from .common import display_only, keyword
+from .common import display_only, keyword, keyword_arg, source_of
 from .device_inference import Mix, Place, infer, value_at
-
-_CODE = cst.Module([])
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _CODE.code_for_node(node)
-
 
 def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)))
@@ -131,9 +124,7 @@ def _device_keyword(expression: str):
         if args and args[-1].comma is not cst.MaybeSentinel.DEFAULT:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return updated.with_changes(
-            args=args + [cst.Arg(device, keyword=cst.Name("device"), equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-            ))]
+            args=args + [keyword_arg("device", device)]
         )
 
     return add
@@ -312,7 +303,7 @@ def _factories(mix: Mix) -> Optional[List[cst.Call]]:
 
 
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
-    text = " ".join(_code(node).split())
+    text = " ".join(source_of(node).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

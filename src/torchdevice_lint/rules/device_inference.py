@@ -25,6 +25,7 @@ import libcst as cst
 
 from ..core import guards
 from ..core.context import BindingCollector, FileContext, dotted_name, import_aliases, last_name
+from .common import source_of
 
 MAX_LOOP_PASSES = 3
 
@@ -1249,7 +1250,7 @@ class _FileAnalysis:
         for index, param in enumerate(params + list(function.params.kwonly_params)):
             name = param.name.value
             annotation = param.annotation.annotation if param.annotation is not None else None
-            annotated = cst.Module([]).code_for_node(annotation) if annotation is not None else ""
+            annotated = source_of(annotation) if annotation is not None else ""
             tensor_annotation = "Tensor" in annotated and "[" not in annotated.replace("Optional[", "")
             if forward and tensor_annotation:
                 env[name] = Value(Place.MODULE, tensor=True)

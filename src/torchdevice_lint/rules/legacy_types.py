@@ -5,7 +5,15 @@ from __future__ import annotations
 import libcst as cst
 
 from ..core.rule import Applicability, Invalid, Rule, Valid
-from .common import LEGACY_TENSOR_DTYPES, display_only, legacy_cuda_tensor, method_name, positional
+from .common import (
+    LEGACY_TENSOR_DTYPES,
+    display_only,
+    keyword_arg,
+    legacy_cuda_tensor,
+    method_name,
+    positional,
+    source_of,
+)
 
 
 def _dtype(ctx, leaf: str) -> cst.BaseExpression:
@@ -96,8 +104,8 @@ class LegacyCudaTensorConstructor(Rule):
             func=cst.parse_expression(f"{self.ctx.torch_reference()}.{factory}"),
             args=data
             + [
-                cst.Arg(_dtype(self.ctx, leaf), keyword=cst.Name("dtype"), equal=_EQUAL),
-                cst.Arg(choice.expression(), keyword=cst.Name("device"), equal=_EQUAL),
+                keyword_arg("dtype", _dtype(self.ctx, leaf)),
+                keyword_arg("device", choice.expression()),
             ],
         )
         fix = self.make_fix(
@@ -120,9 +128,6 @@ def _is_size(node: cst.BaseExpression) -> bool:
         and isinstance(node.value, cst.Attribute)
         and node.value.attr.value == "shape"
     )
-
-
-_EQUAL = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
 class CudaTensorTypeCast(Rule):
@@ -190,7 +195,7 @@ class CudaTensorTypeCast(Rule):
             if leaf is not None:
                 dtype = LEGACY_TENSOR_DTYPES[leaf]
                 suggestion = f"Check `x.dtype == torch.{dtype}` and, if the device matters, `x.device.type`"
-                self.report(node, self.message.format(_code(node)), display_only(self, suggestion))
+                self.report(node, self.message.format(source_of(node)), display_only(self, suggestion))
 
     def _check_cast(self, node: cst.Call) -> None:
         target = node.args[0]
@@ -207,18 +212,14 @@ class CudaTensorTypeCast(Rule):
             return updated.with_changes(
                 func=updated.func.with_changes(attr=cst.Name("to")),
                 args=[
-                    cst.Arg(device, keyword=cst.Name("device"), equal=_EQUAL),
-                    cst.Arg(dtype, keyword=cst.Name("dtype"), equal=_EQUAL),
+                    keyword_arg("device", device),
+                    keyword_arg("dtype", dtype),
                 ]
                 + rest,
             )
 
         fix = self.make_fix({node: replace}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding)
-        self.report(node, self.message.format(_code(node)), fix)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+        self.report(node, self.message.format(source_of(node)), fix)
 
 
 RULES = (LegacyCudaTensorConstructor, CudaTensorTypeCast)

@@ -17,6 +17,7 @@ from .common import (
     legacy_cuda_tensor,
     method_name,
     positional,
+    source_of,
     string_value,
 )
 
@@ -263,7 +264,7 @@ class HardcodedCudaDevice(Rule):
         return False
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
-        text = cst.Module([]).code_for_node(literal)
+        text = source_of(literal)
         message = self.message.format(text)
         if inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
@@ -344,7 +345,7 @@ class CudaDefaultDevice(Rule):
             return
         if not hazard:
             return
-        message = self.message.format(cst.Module([]).code_for_node(node))
+        message = self.message.format(source_of(node))
         fix = guard_statement_fix(self, node, self.fix_title) or display_only(
             self, "Call it only under `if torch.cuda.is_available():`"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..core.rule import Applicability, Invalid, Rule, Valid
-from .common import keyword, positional
+from .common import keyword, keyword_arg, positional, source_of
 
 LOADERS = {"torch.load", "torch.jit.load"}
 
@@ -64,11 +64,7 @@ class LoadWithoutMapLocation(Rule):
             return
         device_name = self.ctx.settings.device_name
         location = cst.Name(device_name) if self.ctx.name_in_scope(device_name) else cst.SimpleString('"cpu"')
-        new_arg = cst.Arg(
-            location,
-            keyword=cst.Name("map_location"),
-            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-        )
+        new_arg = keyword_arg("map_location", location)
 
         def replace(updated: cst.Call) -> cst.Call:
             """Append after the last argument, keeping the call's layout: one argument a line
@@ -94,8 +90,7 @@ class LoadWithoutMapLocation(Rule):
             added = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
             return updated.with_changes(args=args + [added])
 
-        code = cst.Module([]).code_for_node(node.func)
-        self.report(node, self.message.format(f"{code}(...)"), self.make_fix({node: replace}))
+        self.report(node, self.message.format(f"{source_of(node.func)}(...)"), self.make_fix({node: replace}))
 
 
 RULES = (LoadWithoutMapLocation,)
