@@ -115,30 +115,38 @@ def _backend_patches(stack: contextlib.ExitStack, simulation: Simulation) -> Dic
 def simulated_device(leg: str) -> Iterator[torch.device]:
     """Make this process look like a machine with the device of ``leg`` (``simcuda`` or
     ``simmps``); yields that device."""
+    with simulation(leg) as active:
+        yield active.device
+
+
+@contextlib.contextmanager
+def simulation(leg: str) -> Iterator[Simulation]:
+    """``simulated_device`` yielding the :class:`Simulation`, whose ``placements`` tell
+    whether the program put anything on the device."""
     backend = BACKENDS[leg]
     if backend.type == "cuda" and torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
         raise RuntimeError("a real CUDA device is present; simulating one would hide it")
     if backend.type == "mps" and torch.backends.mps.is_available():
         raise RuntimeError("a real MPS device is present; simulating one would hide it")
-    simulation = Simulation(backend)
+    active = Simulation(backend)
     forget_all_tags()
     with contextlib.ExitStack() as stack:
         stack.callback(forget_all_tags)
-        mode = SimulatedDeviceMode(simulation, _backend_patches(stack, simulation))
-        stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(simulation)))
+        mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
+        stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
         stack.enter_context(
             _patched(
                 torch,
                 {
-                    "load": simulated_load(simulation, torch.load),
-                    "save": simulated_save(simulation, torch.save),
+                    "load": simulated_load(active, torch.load),
+                    "save": simulated_save(active, torch.save),
                     "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
                     "set_default_device": _default_device(torch.set_default_device, mode),
                 },
             )
         )
         stack.enter_context(mode)
-        yield simulation.device
+        yield active
 
 
 def simulated_cuda() -> "contextlib.AbstractContextManager[torch.device]":

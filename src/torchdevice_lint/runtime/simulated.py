@@ -127,6 +127,7 @@ class Simulation:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.device = backend.device
+        self.placements = 0  # tensors put on the virtual device: did the program use it at all?
 
     def is_tagged(self, tensor: torch.Tensor) -> bool:
         return _Tags.has(tensor)
@@ -141,6 +142,7 @@ class Simulation:
             if refusal is not None:
                 error, message = refusal
                 raise error(message)
+            self.placements += 1
             _Tags.add(tensor)
         else:
             _Tags.discard(tensor)
