@@ -114,3 +114,19 @@ def test_the_command_line_runs_a_program_with_its_arguments(tmp_path, capsys):
     )
     assert main(["--device", "simmps", str(program), "--epochs", "1"]) == 0
     assert capsys.readouterr().out == "mps:0 ['--epochs', '1']\n"
+
+
+@pytest.mark.parametrize("leg", ["simcuda", "simmps"])
+def test_torch_dynamo_can_map_the_patched_functions(leg):
+    """Dynamo maps each torch function object to one rule (optimizers consult the map); a
+    stand-in shared by two names made it fail with "Duplicate torch object"."""
+    from torch._dynamo.trace_rules import get_torch_obj_rule_map
+
+    from torchdevice_lint.runtime.simdevice import simulated_device
+
+    try:
+        with simulated_device(leg):
+            get_torch_obj_rule_map.cache_clear()
+            assert get_torch_obj_rule_map()
+    finally:
+        get_torch_obj_rule_map.cache_clear()

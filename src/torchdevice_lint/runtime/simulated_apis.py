@@ -75,8 +75,15 @@ def _stream_type(simulation: Simulation) -> type:
     return SimulatedStream
 
 
-def _noop(*args, **kwargs) -> None:
-    """A backend call with nothing to do when the device is simulated."""
+def _noop() -> Callable[..., None]:
+    """A backend call with nothing to do when the device is simulated. Each patched name gets
+    its own function: torch._dynamo maps every torch function object to one tracing rule and
+    fails on an object found under two names."""
+
+    def nothing(*args, **kwargs) -> None:
+        return None
+
+    return nothing
 
 
 def _device_context(simulation: Simulation) -> Callable:
@@ -182,29 +189,29 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "is_initialized": lambda: True,
         "device_count": lambda: 1,
         "current_device": lambda: 0,
-        "init": _noop,
+        "init": _noop(),
         "synchronize": lambda device=None: check(device),
-        "set_device": check,
+        "set_device": lambda device: check(device),
         "device": _device_context(simulation),
         "get_device_name": lambda device=None: (check(device), simulation.backend.label)[1],
         "get_device_capability": lambda device=None: (check(device), (8, 0))[1],
         "Event": SimulatedEvent,
         "Stream": stream,
-        "current_stream": stream,
-        "default_stream": stream,
+        "current_stream": lambda device=None: stream(device),
+        "default_stream": lambda device=None: stream(device),
         "stream": lambda stream: contextlib.nullcontext(stream),
-        "empty_cache": _noop,
-        "reset_peak_memory_stats": check,
+        "empty_cache": _noop(),
+        "reset_peak_memory_stats": lambda device=None: check(device),
         "max_memory_allocated": lambda device=None: 0,
         "memory_allocated": lambda device=None: 0,
         "memory_reserved": lambda device=None: 0,
         "is_bf16_supported": lambda including_emulation=True: False,
         # Random numbers on the simulated device come from the CPU generator, which
         # torch.manual_seed seeds; seeding "the device" changes nothing else, as on a GPU.
-        "manual_seed": _noop,
-        "manual_seed_all": _noop,
-        "seed": _noop,
-        "seed_all": _noop,
+        "manual_seed": _noop(),
+        "manual_seed_all": _noop(),
+        "seed": _noop(),
+        "seed_all": _noop(),
         "initial_seed": lambda: torch.initial_seed(),
         "get_rng_state": lambda device="cuda": torch.get_rng_state(),
         "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
@@ -223,16 +230,16 @@ def mps_patches(simulation: Simulation) -> Dict[str, Any]:
     return {
         "is_available": lambda: True,
         "device_count": lambda: 1,
-        "synchronize": _noop,
-        "empty_cache": _noop,
-        "manual_seed": _noop,
-        "seed": _noop,
+        "synchronize": _noop(),
+        "empty_cache": _noop(),
+        "manual_seed": _noop(),
+        "seed": _noop(),
         "get_rng_state": lambda device="mps": torch.get_rng_state(),
         "set_rng_state": lambda state, device="mps": torch.set_rng_state(state),
         "current_allocated_memory": lambda: 0,
         "driver_allocated_memory": lambda: 0,
         "recommended_max_memory": lambda: 0,
-        "set_per_process_memory_fraction": _noop,
+        "set_per_process_memory_fraction": _noop(),
         "Event": SimulatedEvent,
     }
 
@@ -254,7 +261,7 @@ def accelerator_patches(simulation: Simulation) -> Dict[str, Any]:
         "current_accelerator": lambda check_available=False: simulation.device,
         "current_device_index": lambda: 0,
         "synchronize": lambda device=None: check(device),
-        "set_device_index": check,
-        "current_stream": _stream_type(simulation),
-        "empty_cache": _noop,
+        "set_device_index": lambda device: check(device),
+        "current_stream": lambda device=None: _stream_type(simulation)(device),
+        "empty_cache": _noop(),
     }
