@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 DATASET_SIZE = 64
-LONG_LOOP = 20  # loops this long or longer are epoch/step loops, cut short
-LONG_LOOP_ITERATIONS = 2
+LONG_LOOP = 1000  # loops this long or longer are epoch/step loops, cut short
+LONG_LOOP_ITERATIONS = 3
 
 
 def short_range(*arguments):
@@ -127,7 +127,8 @@ class _Transforms(types.ModuleType):
     def Normalize(mean, std, inplace=False):
         def normalize(image):
             shape = (-1, 1, 1)
-            return (image - torch.tensor(mean).view(shape)) / torch.tensor(std).view(shape)
+            # In place on a copy, as torchvision does: three means on a one-channel image raise.
+            return image.clone().sub_(torch.tensor(mean).view(shape)).div_(torch.tensor(std).view(shape))
 
         return normalize
 

@@ -130,3 +130,13 @@ def test_torch_dynamo_can_map_the_patched_functions(leg):
             assert get_torch_obj_rule_map()
     finally:
         get_torch_obj_rule_map.cache_clear()
+
+
+def test_a_wrapper_outlives_the_tensor_it_wraps():
+    import numpy as np
+    from torch.autograd import Variable
+
+    with simulated_cuda():
+        z = Variable(torch.cuda.FloatTensor(np.zeros((2, 3))))  # the wrapped tensor dies here
+        assert z.is_cuda
+        assert (torch.nn.Linear(3, 1).cuda()(z)).is_cuda

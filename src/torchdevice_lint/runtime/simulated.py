@@ -3,9 +3,9 @@
 device raises.
 
 Tensors stay real CPU tensors (so ``.item()``, autograd, optimizers and DataLoader work unchanged).
-A tensor is on the virtual device when it, or a live tensor that shares its storage, was tagged:
-a wrapper that builds a new tensor object on the same storage (``Variable(x)``,
-``nn.Parameter(x)``, ``x.data``) is on the device its storage is on, as on a real device.
+A tensor is on the virtual device when its storage was tagged: a wrapper that builds a new tensor
+object on the same storage (``Variable(x)``, ``nn.Parameter(x)``, ``x.data``) is on the device
+its storage is on, as on a real device.
 
 Which device is simulated (``cuda`` or ``mps``), and what it refuses, is a :class:`Backend`;
 :mod:`.simulated_apis` builds the ``torch.cuda``/``torch.mps`` stand-ins and
@@ -46,52 +46,42 @@ class Backend:
 
 
 class _Tags:
-    """Which live tensors are on the virtual device. Kept outside the tensors so that pickling
-    (``torch.save``, ``deepcopy``) never carries the tag along; an entry goes with its tensor.
+    """Which storages are on the virtual device. A tensor is where its storage is, as on a real
+    device, so a new tensor object on a tagged storage (``Variable(x)``, ``nn.Parameter(x)``,
+    ``x.data``) is on the device even after the tensor that was tagged is gone. torch keeps one
+    Python object per storage for as long as the storage lives, so a weak reference to it ends
+    with the storage. Tensors without a storage (sparse...) are tagged themselves.
 
-    Tensors are tagged by object, and each tagged storage remembers one tagged tensor that uses
-    it, so that a new tensor object on the same storage is found on the device too."""
+    Kept outside the tensors so that pickling (``torch.save``, ``deepcopy``) never carries the
+    tag along."""
 
     _tagged: "Dict[int, weakref.ref]" = {}
-    _storages: "Dict[int, weakref.ref]" = {}
 
     @classmethod
     def has(cls, tensor: torch.Tensor) -> bool:
-        entry = cls._tagged.get(id(tensor))
-        if entry is not None and entry() is tensor:
-            return True
-        key = _storage_key(tensor)
-        owner = cls._storages.get(key) if key is not None else None
-        owner = owner() if owner is not None else None
-        if owner is None or _storage_key(owner) != key or not cls._has_own_tag(owner):
-            return False
-        cls.add(tensor)
-        return True
-
-    @classmethod
-    def _has_own_tag(cls, tensor: torch.Tensor) -> bool:
-        entry = cls._tagged.get(id(tensor))
-        return entry is not None and entry() is tensor
+        owner = _storage_of(tensor)
+        entry = cls._tagged.get(id(owner))
+        return entry is not None and entry() is owner
 
     @classmethod
     def add(cls, tensor: torch.Tensor) -> None:
-        key = id(tensor)
-        cls._tagged[key] = weakref.ref(tensor, lambda _ref: cls._tagged.pop(key, None))
-        storage = _storage_key(tensor)
-        if storage is not None:
-            cls._storages[storage] = weakref.ref(
-                tensor, lambda ref: cls._storages.pop(storage, None) if cls._storages.get(storage) is ref else None
-            )
+        owner = _storage_of(tensor)
+        key = id(owner)
+
+        def forget(reference: weakref.ref) -> None:
+            if cls._tagged.get(key) is reference:
+                del cls._tagged[key]
+
+        cls._tagged[key] = weakref.ref(owner, forget)
 
     @classmethod
     def discard(cls, tensor: torch.Tensor) -> None:
-        if cls._has_own_tag(tensor):
-            del cls._tagged[id(tensor)]
+        if cls.has(tensor):
+            del cls._tagged[id(_storage_of(tensor))]
 
     @classmethod
     def clear(cls) -> None:
         cls._tagged.clear()
-        cls._storages.clear()
 
 
 def forget_all_tags() -> None:
@@ -100,12 +90,12 @@ def forget_all_tags() -> None:
     _Tags.clear()
 
 
-def _storage_key(tensor: torch.Tensor) -> Optional[int]:
-    """The identity of the storage under ``tensor``; None for tensors without one (sparse...)."""
+def _storage_of(tensor: torch.Tensor) -> Any:
+    """The storage object under ``tensor``, or the tensor itself when it has none (sparse...)."""
     try:
-        return tensor.untyped_storage()._cdata
+        return tensor.untyped_storage()
     except (RuntimeError, NotImplementedError, TypeError):
-        return None
+        return tensor
 
 
 def tensors_in(tree: Any) -> Iterator[torch.Tensor]:
