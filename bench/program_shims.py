@@ -1,9 +1,10 @@
 """Stand-ins that let real training scripts run for a few steps without their data or extras.
 
-* ``torchvision``: ``datasets.MNIST``/``FashionMNIST``/``CIFAR10``/``CIFAR100`` build a few random
-  images in memory (nothing is downloaded), ``transforms`` convert and normalise them as
-  torchvision does (``ToTensor``, ``Normalize``, ``Resize``; augmentations leave images
-  unchanged), ``utils.save_image`` writes nothing;
+* ``torchvision``: ``datasets.MNIST``/``FashionMNIST``/``CIFAR10``/``CIFAR100`` hold random images
+  of the real data set's size and shape (nothing is downloaded), ``transforms`` convert and
+  normalise them as torchvision does (``ToTensor``, ``Normalize``, ``Resize``; augmentations leave
+  images unchanged), ``utils.save_image`` writes nothing;
+* every ``DataLoader`` pass yields its first ``BATCHES_PER_PASS`` batches only (``len`` is kept);
 * ``visdom`` and ``matplotlib`` accept every call and draw nothing;
 * ``short_range`` is ``range`` with long loops cut to a few iterations (a 50000-epoch loop runs
   ``LONG_LOOP_ITERATIONS`` times); the harness gives it to each program as its ``range``.
@@ -23,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-DATASET_SIZE = 64
+BATCHES_PER_PASS = 2
 LONG_LOOP = 1000  # loops this long or longer are epoch/step loops, cut short
 LONG_LOOP_ITERATIONS = 3
 
@@ -55,18 +56,20 @@ class _SyntheticImages(Dataset):
 
     image_shape = (28, 28)
     classes = 10
+    sizes = (60000, 10000)  # train, test
 
     def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False, **_):
         generator = torch.Generator().manual_seed(0 if train else 1)
-        self.data = torch.randint(0, 256, (DATASET_SIZE, *self.image_shape), dtype=torch.uint8, generator=generator)
-        self.targets = torch.randint(0, self.classes, (DATASET_SIZE,), generator=generator)
+        size = self.sizes[0] if train else self.sizes[1]
+        self.data = torch.randint(0, 256, (size, *self.image_shape), dtype=torch.uint8, generator=generator)
+        self.targets = torch.randint(0, self.classes, (size,), generator=generator)
         self.transform, self.target_transform = transform, target_transform
         # Old torchvision names that tutorials still use.
         self.train_data = self.test_data = self.data
         self.train_labels = self.test_labels = self.targets
 
     def __len__(self) -> int:
-        return DATASET_SIZE
+        return len(self.targets)
 
     def __getitem__(self, index: int):
         image, target = self.data[index], int(self.targets[index])
@@ -83,6 +86,7 @@ class _MNIST(_SyntheticImages):
 
 class _CIFAR10(_SyntheticImages):
     image_shape = (32, 32, 3)
+    sizes = (50000, 10000)
 
 
 class _CIFAR100(_CIFAR10):
@@ -160,8 +164,22 @@ def _torchvision() -> types.ModuleType:
     return torchvision
 
 
+def _short_passes(real_iter):
+    def __iter__(loader):
+        iterator = real_iter(loader)
+        for _ in builtins.range(BATCHES_PER_PASS):
+            try:
+                yield next(iterator)
+            except StopIteration:
+                return
+
+    return __iter__
+
+
 def install() -> None:
-    """Put the stand-ins in ``sys.modules`` ahead of anything installed."""
+    """Put the stand-ins in ``sys.modules`` ahead of anything installed, and shorten every
+    ``DataLoader`` pass."""
+    torch.utils.data.DataLoader.__iter__ = _short_passes(torch.utils.data.DataLoader.__iter__)
     torchvision = _torchvision()
     sys.modules.update(
         {
