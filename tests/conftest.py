@@ -3,6 +3,6 @@ runtime half's test modules need torch to be collected at all."""
 
 import importlib.util
 
-TORCH_TEST_MODULES = ["test_simdevice.py", "test_fixtures_runtime.py", "test_pytest_plugin.py"]
+TORCH_TEST_MODULES = ["test_simdevice.py", "test_simmps.py", "test_fixtures_runtime.py", "test_pytest_plugin.py"]
 
 collect_ignore = [] if importlib.util.find_spec("torch") else TORCH_TEST_MODULES
