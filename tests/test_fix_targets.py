@@ -26,7 +26,7 @@ def fixed(table, source=HAZARD, unsafe=True):
     ],
 )
 def test_device_binding_follows_the_target_torch_version(version, binding):
-    assert fixed({"target-torch-version": version}) == f"import torch\ndevice = {binding}\nx = torch.ones(2).to(device)\n"
+    assert fixed({"target-torch-version": version}) == f"import torch\n\ndevice = {binding}\nx = torch.ones(2).to(device)\n"
 
 
 def test_a_project_helper_and_its_import():

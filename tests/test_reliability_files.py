@@ -37,12 +37,12 @@ def error_lines(err):
     [
         pytest.param(
             b"import torch\r\nx = torch.ones(2).cuda()\r\n",
-            b"import torch\r\n" + BINDING + b"\r\nx = torch.ones(2).to(device)\r\n",
+            b"import torch\r\n\r\n" + BINDING + b"\r\nx = torch.ones(2).to(device)\r\n",
             id="crlf",
         ),
         pytest.param(
             b"import torch\rx = torch.ones(2).cuda()\r",
-            b"import torch\r" + BINDING + b"\rx = torch.ones(2).to(device)\r",
+            b"import torch\r\r" + BINDING + b"\rx = torch.ones(2).to(device)\r",
             id="cr",
         ),
         pytest.param(

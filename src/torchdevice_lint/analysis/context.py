@@ -94,6 +94,48 @@ def _all_params(params: cst.Parameters) -> List[cst.Param]:
     return found
 
 
+def parameter_names(function: cst.FunctionDef) -> Set[str]:
+    params = function.params
+    names = {param.name.value for param in _all_params(params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def binds_unconditionally(statement: cst.CSTNode, name: str) -> bool:
+    """A statement that binds ``name`` whenever it runs without raising: an assignment to the
+    bare name, an import of it, or a ``def``/``class`` of that name."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return statement.name.value == name
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Assign) and any(
+            isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets
+        ):
+            return True
+        if isinstance(small, cst.AnnAssign) and small.value is not None:
+            if isinstance(small.target, cst.Name) and small.target.value == name:
+                return True
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and name in import_aliases(small):
+            return True
+    return False
+
+
+def bound_above(block: cst.CSTNode, name: str, stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one
+    on ``stack`` binds ``name`` unconditionally."""
+    body = block.body
+    on_stack = {id(node) for node in stack}
+    for statement in body:
+        if id(statement) in on_stack:
+            return False
+        if binds_unconditionally(statement, name):
+            return True
+    return False
+
+
 def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
     return list(function.params.posonly_params) + list(function.params.params)
 
@@ -189,12 +231,26 @@ class FileContext:
             self._bindings[key] = collector.names
         return self._bindings[key]
 
-    def name_in_scope(self, name: str) -> bool:
-        """Whether ``name`` is bound in an enclosing function or at module level."""
-        for scope in reversed(self.scopes):
-            if isinstance(scope, cst.FunctionDef) and name in self.bound_names(scope):
+    def name_bound_here(self, name: str) -> bool:
+        """Whether ``name`` is certainly bound when the node being visited runs (DESIGN.md: a
+        fix may reuse only such a binding): a parameter or a local assigned unconditionally
+        above, in the innermost function; a binding of an enclosing function; or a module-level
+        binding assigned unconditionally above the module statement holding the node (for a
+        function, above its ``def``: every call comes after it)."""
+        functions = [scope for scope in self.scopes if isinstance(scope, cst.FunctionDef)]
+        if functions:
+            innermost = functions[-1]
+            if name in self.bound_names(innermost):
+                return name in parameter_names(innermost) or bound_above(innermost.body, name, self.stack)
+            if any(name in self.bound_names(outer) for outer in functions[:-1]):
                 return True
-        return name in self.bound_names(self.module)
+        return bound_above(self.module, name, self.stack)
+
+    def name_shadowed_here(self, name: str) -> bool:
+        """Whether ``name`` is a local of the innermost function: a module-level binding of it
+        is then unreachable there."""
+        functions = [scope for scope in self.scopes if isinstance(scope, cst.FunctionDef)]
+        return bool(functions) and name in self.bound_names(functions[-1])
 
     # -- fixes ----------------------------------------------------------------------------
     def torch_reference(self) -> str:
@@ -210,13 +266,17 @@ class FileContext:
         device of the tensor a ``forward`` receives (unless that tensor is ``avoid``, the one
         being moved), else a module-level binding."""
         name = self.settings.device_name
-        if self.name_in_scope(name):
+        if self.name_bound_here(name):
             return DeviceChoice(name, needs_binding=False)
         function = self.enclosing_function()
         if function is not None and function.name.value == "forward" and self.enclosing_class():
             params = positional_params(function)
             if len(params) >= 2 and params[1].name.value != avoid:
                 return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
+        expression = self.settings.binding_expression()
+        if self.name_shadowed_here(name) and (self.torch_alias() == "torch" or "torch." not in expression):
+            # a local assigned later hides the module-level binding: write the expression itself
+            return DeviceChoice(expression, needs_binding=False)
         return DeviceChoice(name, needs_binding=True)
 
     def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:

@@ -12,9 +12,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
 import libcst as cst
 
-from .context import Analysis, RawFinding
+from .context import Analysis, RawFinding, binds_unconditionally
 from .findings import Edit, FixInfo, Location
 from .fixes import Applicability, ImportSpec
+from .syntax import import_aliases
 
 MAX_PASSES = 6
 
@@ -66,6 +67,19 @@ def _binding_index(body: Sequence[cst.CSTNode], first_user: int) -> int:
     return index
 
 
+def _already_bound(spec: ImportSpec, aliases: Dict[str, str]) -> bool:
+    """Whether the file's top-level imports already bind what ``spec`` would."""
+    if spec.obj is not None:
+        local, qualified = spec.asname or spec.obj, f"{spec.module}.{spec.obj}"
+    elif spec.asname is not None:
+        local, qualified = spec.asname, spec.module
+    else:
+        local = qualified = spec.module.split(".")[0]
+        if "." in spec.module:
+            return False
+    return aliases.get(local) == qualified
+
+
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return (
         isinstance(statement, cst.SimpleStatementLine)
@@ -92,11 +106,15 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
             binding_users.append(raw)
     module = analysis.module.visit(_ReplaceNodes(replacements)) if replacements else analysis.module
     settings = analysis.ctx.settings
-    if binding_users and settings.device_name not in analysis.ctx.bound_names(analysis.module):
-        top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
-        first_user = min(top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users)
+    top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
+    first_user = min((top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users), default=0)
+    if binding_users and not any(
+        binds_unconditionally(statement, settings.device_name) for statement in analysis.module.body[:first_user]
+    ):
         index = _binding_index(module.body, first_user)
         binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
+        if index > 0 and _is_import_line(module.body[index - 1]):
+            binding = binding.with_changes(leading_lines=[cst.EmptyLine()])  # isort: a blank line after imports
         body = list(module.body)
         if index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines:
             # keep PEP 8's two blank lines between the new binding and a definition
@@ -110,7 +128,16 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
         context = CodemodContext()
+        top_level_imports = {
+            local: qualified
+            for statement in module.body
+            if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body
+            for local, qualified in import_aliases(small).items()
+        }
         for spec in dict.fromkeys(imports):
+            if _already_bound(spec, top_level_imports):
+                continue  # AddImportsVisitor misses imports below a leading statement
             AddImportsVisitor.add_needed_import(context, spec.module, spec.obj, spec.asname)
         for spec in dict.fromkeys(removable):
             RemoveImportsVisitor.remove_unused_import(context, spec.module, spec.obj, spec.asname)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..analysis.fixes import Applicability, ImportSpec
 from ..analysis.rule import Invalid, Rule, Valid
-from .common import display_only, fresh_args, guard_statement_fix
+from .common import display_only, fresh_args, guard_statement_fix, keyword_arg
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
 RAISING_CUDA_CALLS = {
@@ -154,6 +154,15 @@ class CudaAmpApi(Rule):
             fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", dtype=torch.float16):\n    pass\n',
             count=2,
         ),
+        # positional arguments keep their meaning: the new second slot is dtype
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(use_amp):\n    y = model(x)\n",
+            fixed='import torch\nwith torch.amp.autocast("cuda", enabled=use_amp):\n    y = model(x)\n',
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**16, 2.0, enabled=use_amp)\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", init_scale=2.0**16, growth_factor=2.0, enabled=use_amp)\n',
+        ),
         Invalid(
             "import torch as th\n\n@th.cuda.amp.autocast()\ndef forward(x):\n    return x\n",
             fixed='import torch as th\n\n@th.amp.autocast("cuda")\ndef forward(x):\n    return x\n',
@@ -171,11 +180,14 @@ class CudaAmpApi(Rule):
         if self.ctx.settings.target_version() < AMP_REPLACEMENTS[leaf] or any(a.star for a in node.args):
             self.report(node, message, display_only(self, self.fix_title.format(leaf)))
             return
+        if sum(1 for a in node.args if a.keyword is None) > len(OLD_AMP_POSITIONAL[leaf]):
+            self.report(node, message, display_only(self, self.fix_title.format(leaf)))
+            return
         replacement = cst.parse_expression(f"{self.ctx.torch_reference()}.amp.{leaf}")
         device_type = cst.Arg(cst.SimpleString('"cuda"'))
 
         def replace(updated: cst.Call) -> cst.Call:
-            return updated.with_changes(func=replacement, args=[device_type] + fresh_args(updated.args))
+            return updated.with_changes(func=replacement, args=[device_type] + _as_keywords(updated.args, leaf))
 
         removable = ()
         if isinstance(node.func, cst.Name):
@@ -188,6 +200,24 @@ class CudaAmpApi(Rule):
             removable_imports=removable,
         )
         self.report(node, message, fix)
+
+
+# The deprecated signatures' positional parameters: ``torch.amp``'s take the device type first
+# and a different order (autocast's second slot is ``dtype``), so they move as keywords.
+OLD_AMP_POSITIONAL = {
+    "autocast": ("enabled", "dtype", "cache_enabled"),
+    "GradScaler": ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"),
+}
+
+
+def _as_keywords(args, leaf: str) -> list:
+    """Positional arguments of the old signature written as keywords of the new one."""
+    names = iter(OLD_AMP_POSITIONAL[leaf])
+    keyworded = [
+        arg if arg.keyword is not None else keyword_arg(next(names), arg.value)
+        for arg in args
+    ]
+    return fresh_args(keyworded)
 
 
 RULES = (UnguardedCudaApi, CudaAmpApi)

@@ -51,6 +51,7 @@ class LegacyCudaTensorConstructor(Rule):
             "import torch\nx = torch.cuda.FloatTensor([1.0, 2.0])\n",
             fixed=(
                 "import torch\n"
+                "\n"
                 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                 "x = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)\n"
             ),
@@ -167,6 +168,7 @@ class CudaTensorTypeCast(Rule):
             'import torch\ny = x.type("torch.cuda.LongTensor")\n',
             fixed=(
                 "import torch\n"
+                "\n"
                 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                 "y = x.to(device=device, dtype=torch.int64)\n"
             ),

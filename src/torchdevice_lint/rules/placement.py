@@ -54,6 +54,7 @@ class CudaMethodCall(Rule):
             "import torch\nx = torch.ones(2).cuda()\n",
             fixed=(
                 "import torch\n"
+                "\n"
                 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
@@ -83,6 +84,35 @@ class CudaMethodCall(Rule):
             "import torch\nx = torch.ones(2).cuda(**options)\n",
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
+        ),
+        # a `device` bound only later (here in the __main__ block) is not reused: NameError
+        Invalid(
+            "import torch\n\n\ndef run(x):\n    return x.cuda()\n\n\n"
+            'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n',
+            fixed=(
+                "import torch\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                "def run(x):\n    return x.to(device)\n\n\n"
+                'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n'
+            ),
+        ),
+        # a local `device` assigned below hides any module-level one: the expression is written
+        Invalid(
+            "import torch\n\n\ndef run(x):\n    x = x.cuda()\n    device = x.device\n    return x, device\n",
+            fixed=(
+                "import torch\n\n\ndef run(x):\n"
+                '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+                "    device = x.device\n    return x, device\n"
+            ),
+        ),
+        # code before the imports: torch is not imported a second time
+        Invalid(
+            '__author__ = "someone"\nimport torch\n\nx = torch.ones(2).cuda()\n',
+            fixed=(
+                '__author__ = "someone"\nimport torch\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+                "x = torch.ones(2).to(device)\n"
+            ),
         ),
     )
 
@@ -148,6 +178,7 @@ class HardcodedCudaDevice(Rule):
             'import torch\nx = torch.ones(2).to("cuda")\n',
             fixed=(
                 "import torch\n"
+                "\n"
                 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
@@ -184,6 +215,7 @@ class HardcodedCudaDevice(Rule):
             'import torch\nstate = torch.load("ckpt.pt", map_location="cuda")\n',
             fixed=(
                 "import torch\n"
+                "\n"
                 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),

@@ -54,6 +54,11 @@ class LoadWithoutMapLocation(Rule):
             "from torch import load\nckpt = load(\n    path,\n)\n",
             fixed='from torch import load\nckpt = load(\n    path,\n    map_location="cpu",\n)\n',
         ),
+        # `device` is assigned only below the load: a literal, never the unbound name
+        Invalid(
+            'import torch\n\nstate = torch.load("model.pt")\ndevice = torch.device("cpu")\n',
+            fixed='import torch\n\nstate = torch.load("model.pt", map_location="cpu")\ndevice = torch.device("cpu")\n',
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -65,7 +70,7 @@ class LoadWithoutMapLocation(Rule):
         if len(positional(node)) > 1 or any(arg.star for arg in node.args) or not node.args:
             return
         device_name = self.ctx.settings.device_name
-        location = cst.Name(device_name) if self.ctx.name_in_scope(device_name) else cst.SimpleString('"cpu"')
+        location = cst.Name(device_name) if self.ctx.name_bound_here(device_name) else cst.SimpleString('"cpu"')
         new_arg = keyword_arg("map_location", location)
 
         def replace(updated: cst.Call) -> cst.Call:

@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini(
         "torchdevice_devices",
-        help=f"device legs for the torch_device fixture (default cpu,cuda; e.g. cpu,simcuda)",
+        help="device legs for the torch_device fixture (default cpu,cuda; e.g. cpu,simcuda)",
         default="",
     )
 

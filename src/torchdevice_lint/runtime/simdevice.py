@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterator
 import torch
 
 from . import simulated_apis as apis
-from .simulated import Backend, Simulation, SimulatedDeviceMode, forget_all_tags, simulated_load, simulated_save
+from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_load, simulated_save
 
 MPS_FLOAT64_ERROR = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "

@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 
-from .simulated import CPU, Simulation, SimulatedDeviceMode
+from .simulated import CPU, SimulatedDeviceMode, Simulation
 
 
 class SimulatedEvent:
