@@ -8,8 +8,8 @@ The evaluation set is a list of public PyTorch projects pinned by commit
   context: ``true`` (the line raises or misbehaves on a CPU-only machine when it runs) or
   ``false`` (a false alarm), with a reason;
 - ``judged_lines.csv``: a seeded random sample of hazard-looking lines (``.cuda(``, ``"cuda"``,
-  ``torch.load(``, ``.to(0)``...), judged ``hazard`` or ``not-hazard`` whether or not the tool
-  reports them, with the hazard kind and the rule expected to report it.
+  ``torch.load(``, ``.to(0)``...), judged ``hazard`` or ``not-hazard`` (``unsure`` rows are left
+  out) whether or not the tool reports them, with the hazard kind and the rule expected to report it.
 
 Rows are keyed by repo, path, line and code, and carry the stripped text of the line: a row
 whose text no longer matches the checkout is stale and not counted. Findings that no judged
@@ -186,8 +186,10 @@ def recall_table(located: Dict[Key, List[str]], judged: List[dict], sources: Sou
                 tallies[kind]["lines"] += 1
                 tallies[kind]["reported"] += bool(codes)
                 tallies[kind]["expected"] += row["expected"] in codes
-        elif codes:
+        elif row["verdict"] == "not-hazard" and codes:
             tallies["not-hazard lines reported"]["lines"] += 1
+        elif row["verdict"] != "not-hazard":
+            tallies["(left undecided)"]["lines"] += 1
     rows = []
     for kind in sorted(tallies, key=lambda name: (name == "all", name.startswith("("), name)):
         tally = tallies[kind]
