@@ -133,12 +133,16 @@ def read_csv(path: Path) -> List[dict]:
         return list(csv.DictReader(handle))
 
 
-def findings_by_location(findings: Iterable[dict], root: Path) -> Dict[Key, List[str]]:
-    """Codes reported at each (repo, path, line)."""
+def findings_by_location(findings: Iterable[dict], root: Path, spanned: bool = False) -> Dict[Key, List[str]]:
+    """Codes reported at each (repo, path, line): the line a finding starts on, or with
+    ``spanned`` every line it covers (``Net(\n...\n).cuda()`` is reported where the call starts)."""
     located: Dict[Key, List[str]] = defaultdict(list)
     for finding in findings:
         repo, path = locate(finding, root)
-        located[(repo, path, finding["location"]["row"])].append(finding["code"])
+        first = finding["location"]["row"]
+        last = finding["end_location"]["row"] if spanned else first
+        for line in range(first, last + 1):
+            located[(repo, path, line)].append(finding["code"])
     return located
 
 
@@ -214,9 +218,9 @@ def report(root: Path) -> int:
         ["rule", "findings", "judged", "true", "false", "precision", "unjudged", "true gone", "stale"],
         precision_table(located, read_csv(JUDGED_FINDINGS), sources),
     )
-    print("\nrecall on judged hazard lines (reported: any rule on the line; expected: the rule named)")
+    print("\nrecall on judged hazard lines (reported: a finding covers the line; expected: by the rule named)")
     print_table(["kind", "hazard lines", "reported", "expected", "recall"],
-                recall_table(located, read_csv(JUDGED_LINES), sources))
+                recall_table(findings_by_location(findings, root, spanned=True), read_csv(JUDGED_LINES), sources))
     return 0
 
 
