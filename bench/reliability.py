@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import FixError, FixOutcome, fix_source
-from torchdevice_lint.core.sources import SourceError, read_source
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import FixError, FixOutcome, fix_source
+from torchdevice_lint.app.sources import SourceError, read_source
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

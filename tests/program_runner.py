@@ -19,7 +19,7 @@ import torch  # noqa: F401
 import torch._dynamo  # noqa: F401
 import torch.optim  # noqa: F401
 
-from torchdevice_lint import simdevice
+from torchdevice_lint.runtime import simdevice
 
 
 def _run_child(job) -> int:

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from torchdevice_lint.core import parallel
-from torchdevice_lint.core.cache import ResultCache
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.app import parallel
+from torchdevice_lint.app.cache import ResultCache
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\nstate = torch.load('w.pt')\n"
 

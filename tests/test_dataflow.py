@@ -3,10 +3,10 @@ report (precision first) and the corner cases of its joins, loops and fixes."""
 
 import pytest
 
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import fix_source
-from torchdevice_lint.core.registry import rule_by_code
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import fix_source
+from torchdevice_lint.analysis.registry import rule_by_code
 
 CODES = ("TDV401", "TDV402", "TDV403")
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from torchdevice_lint.core.config import Settings, settings_from_table, ConfigError
-from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.analysis.settings import ConfigError, Settings
+from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.analysis.engine import Engine
 
 
 def codes(source, **settings):

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import libcst as cst
 
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import fix_source
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import fix_source
 
 HAZARDS = (Path(__file__).parent / "data" / "hazards.py").read_text()
 

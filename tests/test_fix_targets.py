@@ -3,9 +3,10 @@ project targets (`target-torch-version`, `device-expression`, `device-import`)."
 
 import pytest
 
-from torchdevice_lint.core.config import ConfigError, settings_from_table
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import fix_source
+from torchdevice_lint.analysis.settings import ConfigError
+from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import fix_source
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
 

@@ -4,9 +4,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.registry import all_rules
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.registry import all_rules
 
 
 def flake8(*args, cwd):

@@ -8,11 +8,11 @@ from importlib import resources
 
 import pytest
 
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.findings import FileError, FileResult
-from torchdevice_lint.core.output import github, junit, render, sarif, summary, wants_colour
-from torchdevice_lint.core.progress import Progress
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.findings import FileError, FileResult
+from torchdevice_lint.app.output import github, junit, render, sarif, summary, wants_colour
+from torchdevice_lint.app.progress import Progress
 
 SOURCE = 'import torch\nx = torch.ones(2).cuda()\nstate = torch.load("m.pt")\nprint("100%, done")\n'
 

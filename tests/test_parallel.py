@@ -2,8 +2,8 @@
 
 import pytest
 
-from torchdevice_lint.core import parallel
-from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.app import parallel
+from torchdevice_lint.analysis.engine import Engine
 
 SOURCES = [
     "import torch\nx = torch.ones(2).cuda()\n",

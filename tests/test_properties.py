@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from strategies import programs
 
 from bench.reliability import replay_fix, stray_hunks
-from torchdevice_lint.core.config import Settings
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
 
 settings.register_profile(
     "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -1,6 +1,6 @@
 """Files on disk: fixes keep every byte they did not mean to change, writes are atomic and
 never clobber a concurrent change, and each kind of bad input is one line on stderr while the
-run goes on (see ``core/sources.py`` for the behaviour chosen for each)."""
+run goes on (see ``app/sources.py`` for the behaviour chosen for each)."""
 
 import os
 import signal
@@ -9,9 +9,9 @@ import stat
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.core import runner, sources
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.sources import SourceChanged, read_source, write_source
+from torchdevice_lint.app import runner, sources
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.app.sources import SourceChanged, read_source, write_source
 
 BINDING = b'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 

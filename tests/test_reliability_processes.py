@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import fix_source
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import fix_source
 
 FIX = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import fix_main; sys.exit(fix_main())"]
 CHECK = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())", "check"]

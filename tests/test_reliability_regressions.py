@@ -3,9 +3,9 @@
 import libcst as cst
 import pytest
 
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import UnreproducibleSource, fix_source
-from torchdevice_lint.core.runner import fix_file
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint.app.runner import fix_file
 
 
 def fixed(source, unsafe=True):

@@ -3,10 +3,10 @@ invalid code yields the declared findings, fix safety and exact fixed code."""
 
 import pytest
 
-from torchdevice_lint.core.config import settings_from_table
-from torchdevice_lint.core.engine import Engine
-from torchdevice_lint.core.fixer import fix_source
-from torchdevice_lint.core.registry import all_rules
+from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.fixer import fix_source
+from torchdevice_lint.analysis.registry import all_rules
 
 RULES = all_rules()
 

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from torchdevice_lint.simdevice import simulated_cuda  # noqa: E402
+from torchdevice_lint.runtime.simdevice import simulated_cuda  # noqa: E402
 
 
 def test_module_to_moves_parameters_and_buffers():

@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.core.config import Settings, settings_from_table
-from torchdevice_lint.core.engine import Engine
+from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.analysis.engine import Engine
 
 SOURCE = (
     "import torch\n"

@@ -5,8 +5,8 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from torchdevice_lint.core.positions import node_positions, statement_positions
-from torchdevice_lint.core.walk import TRIVIA_TYPES, walk
+from torchdevice_lint.analysis.positions import node_positions, statement_positions
+from torchdevice_lint.analysis.walk import TRIVIA_TYPES, walk
 
 SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
 @decorator(arg)  # comment

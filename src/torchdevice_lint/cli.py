@@ -13,17 +13,18 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from . import __version__
-from .core.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
-from .core.config import ConfigError, Settings, load_settings, split_codes
-from .core.docs import rule_page, write_rule_docs
-from .core.engine import Engine
-from .core.findings import FileResult
-from .core.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
-from .core.parallel import check_paths
-from .core.progress import Progress
-from .core.registry import all_rules, rule_by_code
-from .core.runner import StopOnInterrupt, check_file, fix_file
-from .core.sources import SourceError, SourceFile, decode, discover
+from .analysis.engine import Engine
+from .analysis.findings import FileResult
+from .analysis.registry import all_rules, rule_by_code
+from .analysis.settings import ConfigError, Settings
+from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
+from .app.config import load_settings, split_codes
+from .app.docs import rule_page, write_rule_docs
+from .app.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
+from .app.parallel import check_paths
+from .app.progress import Progress
+from .app.runner import StopOnInterrupt, check_file, fix_file
+from .app.sources import SourceError, SourceFile, decode, discover
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Iterator, List, Sequence, Tuple
 
 from . import __version__
-from .core.config import Settings
-from .core.engine import Engine
+from .analysis.engine import Engine
+from .analysis.settings import Settings
 
 
 def _explicitly_selected(options) -> Tuple[str, ...]:

@@ -6,8 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from ..core.context import FileContext, string_value
-from ..core.rule import Applicability, Fix, Rule
+from ..analysis.context import FileContext
+from ..analysis.fixes import Applicability, Fix
+from ..analysis.rule import Rule
+from ..analysis.syntax import string_value
 
 # dtype of each legacy typed tensor class, torch.cuda.FloatTensor and friends.
 LEGACY_TENSOR_DTYPES = {
@@ -28,14 +30,6 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     """``name=value`` written without spaces, as PEP 8 wants for keyword arguments."""
     tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
     return cst.Arg(value, keyword=cst.Name(name), equal=tight)
-
-
-def source_of(node: cst.CSTNode) -> str:
-    """The code of one node, for messages."""
-    return _EMPTY_MODULE.code_for_node(node)
-
-
-_EMPTY_MODULE = cst.Module([])
 
 
 def is_cuda_string(node: cst.CSTNode) -> bool:

@@ -1,5 +1,5 @@
 """Dataflow: hazards that need to know where a tensor lives, from the device inference in
-``device_inference.py``. Each finding needs both sides known; unknown values are never reported."""
+``analysis/inference/``. Each finding needs both sides known; unknown values are never reported."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from typing import Dict, List, Optional, Sequence
 
 import libcst as cst
 
-from ..core.rule import Applicability, Fix, Invalid, Rule, Valid
-from .common import display_only, keyword, keyword_arg, source_of
-from .device_inference import Mix, Place, infer, value_at
+from ..analysis.fixes import Applicability, Fix
+from ..analysis.inference import Mix, Place, infer, value_at
+from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.syntax import source_of
+from .common import display_only, keyword, keyword_arg
+
 
 def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)))

@@ -7,9 +7,10 @@ from typing import NamedTuple, Optional
 
 import libcst as cst
 
-from ..core.rule import Applicability, ImportSpec, Invalid, Rule, Valid
+from ..analysis.fixes import Applicability, ImportSpec
+from ..analysis.rule import Invalid, Rule, Valid
+from .backend_api import RAISING_CUDA_CALLS
 from .common import display_only, keyword, method_name
-from .cuda_api import RAISING_CUDA_CALLS
 
 
 class AcceleratorEquivalent(NamedTuple):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..core.rule import Applicability, Invalid, Rule, Valid
+from ..analysis.fixes import Applicability
+from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.syntax import source_of
 from .common import (
     LEGACY_TENSOR_DTYPES,
     display_only,
@@ -12,7 +14,6 @@ from .common import (
     legacy_cuda_tensor,
     method_name,
     positional,
-    source_of,
 )
 
 

@@ -6,8 +6,9 @@ from typing import Optional
 
 import libcst as cst
 
-from ..core.context import last_name
-from ..core.rule import Applicability, Invalid, Rule, Valid
+from ..analysis.fixes import Applicability
+from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.syntax import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,
@@ -17,8 +18,6 @@ from .common import (
     legacy_cuda_tensor,
     method_name,
     positional,
-    source_of,
-    string_value,
 )
 
 _KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}

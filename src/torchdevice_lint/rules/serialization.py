@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..core.rule import Applicability, Invalid, Rule, Valid
-from .common import keyword, keyword_arg, positional, source_of
+from ..analysis.fixes import Applicability
+from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.syntax import source_of
+from .common import keyword, keyword_arg, positional
 
 LOADERS = {"torch.load", "torch.jit.load"}
 

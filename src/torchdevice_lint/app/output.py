@@ -11,7 +11,7 @@ from pathlib import PurePath
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from .findings import FileResult, Finding
+from ..analysis.findings import FileResult, Finding
 
 Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
@@ -191,7 +191,7 @@ def sarif(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     """SARIF 2.1.0, as GitHub code scanning and other dashboards ingest it. Columns count
     Unicode code points, as every other format here does."""
     from .. import __version__
-    from .registry import all_rules
+    from ..analysis.registry import all_rules
 
     rules = all_rules()
     index = {rule.code: position for position, rule in enumerate(rules)}

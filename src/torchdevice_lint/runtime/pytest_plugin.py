@@ -4,7 +4,7 @@
   named by ``--torchdevice-devices``, the ``TORCHDEVICE_DEVICES`` environment variable or the
   ``torchdevice_devices`` ini option (comma-separated, e.g. ``simcuda,mps``). A leg whose device is
   absent is skipped with the reason. ``simcuda`` is the simulated CUDA device of
-  :mod:`torchdevice_lint.simdevice`: the test runs with a virtual ``cuda:0`` on the CPU, which
+  :mod:`torchdevice_lint.runtime.simdevice`: the test runs with a virtual ``cuda:0`` on the CPU, which
   catches tensors left on the CPU. A project's own ``torch_device`` fixture overrides this one.
 * ``torch_device_name`` is the leg's name as listed (``"cuda"``, ``"simcuda"``).
 * ``@pytest.mark.cuda`` skips a test unless CUDA is available; the ``cuda`` legs of

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .. import __version__
-from .config import Settings
-from .findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+from ..analysis.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+from ..analysis.settings import Settings
 
 CACHE_DIR_NAME = ".torchdevice_cache"
 CACHE_DIR_ENV = "TORCHDEVICE_LINT_CACHE_DIR"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..core.rule import Applicability, ImportSpec, Invalid, Rule, Valid
+from ..analysis.fixes import Applicability, ImportSpec
+from ..analysis.rule import Invalid, Rule, Valid
 from .common import display_only, fresh_args, guard_statement_fix
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).

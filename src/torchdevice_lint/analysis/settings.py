@@ -1,22 +1,19 @@
-"""Settings: rule selection, suppression and fix policy, from ``[tool.torchdevice-lint]``."""
+"""Settings: rule selection, suppression and fix policy.
+
+The values come from ``[tool.torchdevice-lint]`` (read by ``app.config``) and the command line;
+the analysis only reads them.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import os
 import re
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
-if TYPE_CHECKING:
-    from .rule import ImportSpec
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised only on old interpreters
-    import tomli as tomllib
+from .fixes import ImportSpec
 
 DEFAULT_DEVICE_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
 # The module-level device binding per target-torch-version, newest first (DESIGN.md).
@@ -66,10 +63,8 @@ class Settings:
         target = self.target_version()
         return next(code for minimum, code in DEVICE_EXPRESSIONS_BY_TARGET if target >= minimum)
 
-    def binding_imports(self) -> List["ImportSpec"]:
+    def binding_imports(self) -> List[ImportSpec]:
         """Imports the binding needs: ``device-import``, and torch when the expression uses it."""
-        from .rule import ImportSpec
-
         specs = parse_import(self.device_import) if self.device_import else []
         if re.search(r"\btorch\.", self.binding_expression()):
             specs.append(ImportSpec("torch"))
@@ -88,10 +83,10 @@ class Settings:
         return default_enabled or selected > len("TDV")
 
     def ignores_for(self, path: str) -> List[str]:
-        relative = _relative(path, self.root)
+        relative = relative_path(path, self.root)
         codes: List[str] = []
         for pattern, pattern_codes in self.per_file_ignores.items():
-            if _path_matches(relative, pattern):
+            if path_matches(relative, pattern):
                 codes.extend(pattern_codes)
         return codes
 
@@ -104,12 +99,11 @@ def parse_version(text: str) -> tuple:
     return parts + (0,) * (2 - len(parts))
 
 
-def parse_import(text: str) -> List["ImportSpec"]:
+def parse_import(text: str) -> List[ImportSpec]:
     """``"from a.b import c as d, e"`` / ``"import a.b"`` -> the imports it names."""
-    import libcst as cst
+    import libcst as cst  # only with a device-import setting: start-up stays libcst-free
 
-    from .context import dotted_name
-    from .rule import ImportSpec
+    from .syntax import dotted_name
 
     try:
         statement = cst.parse_statement(text.strip() + "\n")
@@ -141,14 +135,14 @@ def _longest_prefix(code: str, prefixes: Iterable[str]) -> int:
     return best
 
 
-def _relative(path: str, root: str) -> str:
+def relative_path(path: str, root: str) -> str:
     try:
         return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
     except ValueError:
         return Path(path).as_posix()
 
 
-def _path_matches(relative: str, pattern: str) -> bool:
+def path_matches(relative: str, pattern: str) -> bool:
     """gitignore-style: a pattern without a slash matches any path component or the basename;
     with a slash it is anchored at the root; ``**`` crosses directories; a trailing ``/``
     matches a directory and everything below it."""
@@ -179,106 +173,3 @@ def _glob_with_globstar(path: str, pattern: str) -> bool:
     rest = path[len(head):] if head else path
     segments = rest.split("/")
     return any(_glob_with_globstar("/".join(segments[i:]), tail) for i in range(len(segments)))
-
-
-def is_excluded(path: str, settings: Settings) -> bool:
-    relative = _relative(path, settings.root)
-    return any(_path_matches(relative, p) for p in list(settings.exclude) + list(settings.extend_exclude))
-
-
-_KEYS = {
-    "select": "codes",
-    "extend-select": "codes",
-    "ignore": "codes",
-    "per-file-ignores": "table",
-    "unsafe-fixes": "bool",
-    "device-name": "str",
-    "device-expression": "str",
-    "device-import": "str",
-    "exclude": "codes",
-    "extend-exclude": "codes",
-    "target-torch-version": "str",
-}
-
-
-def find_pyproject(start: str) -> Optional[Path]:
-    current = Path(os.path.abspath(start))
-    if current.is_file():
-        current = current.parent
-    for directory in [current, *current.parents]:
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settings:
-    """Settings from the nearest pyproject.toml with a ``[tool.torchdevice-lint]`` table."""
-    path = Path(config_file) if config_file else find_pyproject(start)
-    if path is None:
-        return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read configuration: {error}") from None
-    table = data.get("tool", {}).get("torchdevice-lint", {})
-    return settings_from_table(table, source=str(path), root=str(path.parent))
-
-
-def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: [tool.torchdevice-lint] must be a table")
-    values = {}
-    for key, value in table.items():
-        kind = _KEYS.get(key)
-        if kind is None:
-            known = ", ".join(sorted(_KEYS))
-            raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
-        values[key.replace("-", "_")] = _check_value(key, kind, value, source)
-    settings = Settings(root=root, **values)
-    try:
-        settings.target_version()  # reject a malformed version now, not at the first fix
-        settings.binding_imports()  # and a malformed device-import
-    except ConfigError as error:
-        raise ConfigError(f"{source}: {error}") from None
-    _check_expression(settings.binding_expression(), source)
-    if "exclude" in values:
-        settings = replace(settings, exclude=tuple(values["exclude"]))
-    return settings
-
-
-def _check_expression(code: str, source: str) -> None:
-    import libcst as cst
-
-    try:
-        cst.parse_expression(code)
-    except cst.ParserSyntaxError:
-        raise ConfigError(f"{source}: device-expression is not a Python expression: {code!r}") from None
-
-
-def _check_value(key: str, kind: str, value, source: str):
-    if kind == "codes":
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{source}: {key} must be a list of strings")
-        return tuple(value)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{source}: {key} must be true or false")
-        return value
-    if kind == "str":
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f"{source}: {key} must be a non-empty string")
-        return value
-    if not isinstance(value, dict) or not all(
-        isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values()
-    ):
-        raise ConfigError(f"{source}: {key} must map glob patterns to lists of codes")
-    return {pattern: tuple(codes) for pattern, codes in value.items()}
-
-
-def split_codes(text: Optional[str]) -> Optional[List[str]]:
-    """``"TDV1, TDV501"`` -> ``["TDV1", "TDV501"]`` for command-line options."""
-    if text is None:
-        return None
-    return [part.strip() for part in text.split(",") if part.strip()]

@@ -32,7 +32,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from .config import Settings, is_excluded
+from ..analysis.settings import Settings
+from .config import is_excluded
 
 try:
     import fcntl

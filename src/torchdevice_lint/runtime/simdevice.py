@@ -19,7 +19,7 @@ What real CUDA accepts across devices is modelled on PyTorch's documented rules:
 tensors combine with device tensors, CPU index tensors may index a device tensor, ``copy_`` and
 ``.data =`` cross devices. Nothing here models numerics (no fp16 autocast), streams, or memory.
 
-Run a program under it with ``python -m torchdevice_lint.simdevice program.py [args]``, or use
+Run a program under it with ``python -m torchdevice_lint.runtime.simdevice program.py [args]``, or use
 ``with simulated_cuda():`` in-process (the pytest plugin's ``simcuda`` device does the latter).
 """
 
@@ -601,11 +601,11 @@ def simulated_cuda() -> Iterator[torch.device]:
 
 
 def main(argv=None) -> int:
-    """``python -m torchdevice_lint.simdevice program.py [args...]``: run a program as
+    """``python -m torchdevice_lint.runtime.simdevice program.py [args...]``: run a program as
     ``__main__`` on the simulated device."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m torchdevice_lint.simdevice PROGRAM.py [ARGS...]", file=sys.stderr)
+        print("usage: python -m torchdevice_lint.runtime.simdevice PROGRAM.py [ARGS...]", file=sys.stderr)
         return 2
     sys.argv = argv
     with simulated_cuda():

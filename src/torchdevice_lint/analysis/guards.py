@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import libcst as cst
 
-from .context import last_name, string_value
+from .syntax import last_name, string_value
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 

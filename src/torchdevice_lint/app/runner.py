@@ -15,9 +15,9 @@ from typing import Dict, Optional
 
 import libcst as cst
 
-from .engine import Engine, syntax_error_message, to_finding
-from .findings import FileError, FileResult
-from .fixer import FixError, fix_source
+from ..analysis.engine import Engine, syntax_error_message, to_finding
+from ..analysis.findings import FileError, FileResult
+from ..analysis.fixer import FixError, fix_source
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
 import libcst as cst
 
-from .context import RawFinding
-from .engine import Analysis, Engine
+from .context import Analysis, RawFinding
 from .findings import Edit, FixInfo, Location
-from .rule import Applicability, ImportSpec
+from .fixes import Applicability, ImportSpec
 
 MAX_PASSES = 6
+
+
+class Analyzer(Protocol):
+    """What fixing needs of the engine: a fresh analysis of each pass's output. Passed in, so
+    the engine (which asks the fixer to describe fixes) and the fixer do not import each other."""
+
+    def analyze(self, path: str, source: str) -> Optional[Analysis]: ...
 
 
 class FixError(Exception):
@@ -158,7 +164,7 @@ def lost_suffix(analysis: Analysis) -> str:
 
 
 def fix_source(
-    engine: Engine,
+    engine: Analyzer,
     path: str,
     source: str,
     unsafe: bool,

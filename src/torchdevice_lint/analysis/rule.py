@@ -1,4 +1,4 @@
-"""Rule base class, fix model and the examples every rule carries.
+"""Rule base class and the examples every rule carries.
 
 A rule is a small class: metadata (code, name, message, fix title, fix safety), its own valid and
 invalid examples, the words that must appear in a file for it to fire (the engine's pre-filter),
@@ -8,54 +8,15 @@ instance is created per checked file, so a rule may keep per-file state on ``sel
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, Optional, Sequence
+from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
 import libcst as cst
 
+from .fixes import Applicability, Fix
+
 if TYPE_CHECKING:
     from .context import FileContext
-
-
-class Applicability(str, enum.Enum):
-    """ruff's three fix safety levels."""
-
-    SAFE = "safe"  # meaning kept on every device: applied by default
-    UNSAFE = "unsafe"  # device choice may change: applied with --unsafe-fixes
-    DISPLAY_ONLY = "display-only"  # a suggestion, never applied
-
-    @property
-    def rank(self) -> int:
-        return {"safe": 0, "unsafe": 1, "display-only": 2}[self.value]
-
-
-# A replacement receives the node as already rewritten by fixes nested inside it, so fixes on
-# nested nodes compose instead of overwriting each other.
-Replacement = Callable[[cst.CSTNode], cst.CSTNode]
-
-
-@dataclass(frozen=True)
-class ImportSpec:
-    """An import a fix needs: ``import module`` or ``from module import obj [as asname]``."""
-
-    module: str
-    obj: Optional[str] = None
-    asname: Optional[str] = None
-
-
-@dataclass
-class Fix:
-    """What a fix changes: node replacements plus file-level needs (imports, a device binding)."""
-
-    message: str
-    applicability: Applicability
-    replacements: dict = field(default_factory=dict)  # original node -> Replacement
-    imports: Sequence[ImportSpec] = ()
-    # Imports that may become unused after the fix: removed only if nothing uses them any more.
-    removable_imports: Sequence[ImportSpec] = ()
-    # True when the fix refers to the module-level device binding the fixer inserts.
-    needs_device_binding: bool = False
 
 
 @dataclass(frozen=True)

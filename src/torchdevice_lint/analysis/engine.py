@@ -11,18 +11,19 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from . import guards
-from .config import Settings
-from .context import FileContext, RawFinding, dotted_name
+from .context import Analysis, FileContext, RawFinding
 from .findings import FileError, FileResult, Finding, Location
+from .fixer import fix_info
 from .positions import node_positions
 from .registry import all_rules
 from .rule import Rule
+from .settings import Settings
+from .syntax import dotted_name
 from .walk import TRIVIA_TYPES, walk
 
 NOQA = re.compile(
@@ -178,16 +179,6 @@ _CONTEXT_HOOKS = {
 }
 
 
-@dataclass
-class Analysis:
-    """One file after the pass: the tree, its context and the unsuppressed findings."""
-
-    module: cst.Module
-    ctx: FileContext
-    findings: List[RawFinding]
-    positions: dict
-
-
 class Engine:
     def __init__(self, settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None) -> None:
         self.settings = settings or Settings()
@@ -262,8 +253,6 @@ def node_span(positions: dict, node: cst.CSTNode) -> Tuple[Location, Location]:
 
 
 def to_finding(path: str, raw: RawFinding, analysis: Analysis, with_edits: bool) -> Finding:
-    from .fixer import fix_info  # the fixer imports the engine
-
     start, end = node_span(analysis.positions, raw.node)
     return Finding(
         code=raw.rule.code,

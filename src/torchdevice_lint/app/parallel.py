@@ -13,9 +13,9 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from ..analysis.engine import Engine
+from ..analysis.findings import FileResult
 from .cache import ResultCache, content_hash
-from .engine import Engine
-from .findings import FileResult
 from .runner import check_file
 from .sources import SourceError, SourceFile, read_source
 

@@ -1,0 +1,279 @@
+"""The walk over one function body: statements, blocks, loops to a fixed point, bindings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
+
+import libcst as cst
+
+from ..context import BindingCollector
+from ..syntax import dotted_name, import_aliases, last_name
+from .shape import block_statements
+from .values import MAX_LOOP_PASSES, ON_DEVICE, Env, Place, Rank, Scope, Value, element_of, join_envs
+from .vocabulary import AUG_OPERATORS, MOVING_METHODS, NO_GRAD_CONTEXTS, names_a_device
+
+if TYPE_CHECKING:
+    from .file import FileAnalysis
+
+class StatementWalk:
+    """Statements of one body in order, each updating the environment; ``None`` is an
+    environment no path reaches (after ``return``/``raise``)."""
+
+    def __init__(self, analysis: "FileAnalysis", scope: Scope) -> None:
+        self.analysis = analysis
+        self.ctx = analysis.ctx
+        self.scope = scope
+        self.recording = 0  # > 0 while a loop body is walked to find its fixed point
+        self.no_grad = 0
+        self.default_device_context = 0
+        self.loop_exits: List[List[Env]] = []
+        self.returns: List[Env] = []
+
+    # -- blocks and statements ----------------------------------------------------------------
+    def block(self, statements: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
+        for statement in statements:
+            env = self.statement(statement, env)
+            if env is None:
+                return None
+        return env
+
+    def suite(self, suite: cst.BaseSuite, env: Env) -> Optional[Env]:
+        return self.block(block_statements(suite), env)
+
+    def statement(self, statement: cst.CSTNode, env: Env) -> Optional[Env]:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                env = self.small_statement(small, env)
+                if env is None:
+                    return None
+            return env
+        if isinstance(statement, cst.If):
+            self.expr(statement.test, env)
+            taken = self.suite(statement.body, dict(env))
+            if statement.orelse is None:
+                other: Optional[Env] = env
+            elif isinstance(statement.orelse, cst.If):
+                other = self.statement(statement.orelse, dict(env))
+            else:
+                other = self.suite(statement.orelse.body, dict(env))
+            return join_envs([taken, other])
+        if isinstance(statement, (cst.For, cst.While)):
+            return self.loop(statement, env)
+        if isinstance(statement, cst.With):
+            return self.with_statement(statement, env)
+        if isinstance(statement, (cst.Try, cst.TryStar)):
+            return self.try_statement(statement, env)
+        if isinstance(statement, cst.FunctionDef):
+            env[statement.name.value] = None  # walked on its own
+            return env
+        if isinstance(statement, cst.ClassDef):
+            env.pop(statement.name.value, None)  # calling it constructs (a module, maybe)
+            return env
+        # match statements and anything newer: forget what they may bind, report nothing inside
+        return self.forget_bindings(statement, env)
+
+    def forget_bindings(self, statement: cst.CSTNode, env: Env) -> Env:
+        collector = BindingCollector(statement)
+        statement.visit(collector)
+        for name in collector.names:
+            self.assign_key(name, None, env)
+        return env
+
+    def small_statement(self, small: cst.CSTNode, env: Env) -> Optional[Env]:
+        if isinstance(small, cst.Assign):
+            value = self.expr(small.value, env)
+            for target in small.targets:
+                self.assign(target.target, value, env)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self.assign(small.target, self.expr(small.value, env), env)
+        elif isinstance(small, cst.AugAssign):
+            current = self.expr(small.target, env)
+            value = self.expr(small.value, env)
+            if isinstance(small.operator, AUG_OPERATORS):
+                matmul = isinstance(small.operator, cst.MatrixMultiplyAssign)
+                result = self.combine(small, [(current, small.target), (value, small.value)], Rank.UNKNOWN if matmul else None)
+                if current is not None and current.place == Place.CPU and current.rank == Rank.ARRAY and value is not None and value.place in ON_DEVICE:
+                    result = current  # the in-place operation raises: the target stays on the CPU
+            else:
+                result = None
+            self.assign(small.target, result, env)
+        elif isinstance(small, cst.Expr):
+            self.expression_statement(small.value, env)
+        elif isinstance(small, cst.Return):
+            if small.value is not None:
+                self.expr(small.value, env)
+            self.returns.append(env)
+            return None
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:
+                self.expr(small.exc, env)
+            return None
+        elif isinstance(small, (cst.Break, cst.Continue)):
+            if self.loop_exits:
+                self.loop_exits[-1].append(dict(env))
+            return None
+        elif isinstance(small, cst.Assert):
+            self.expr(small.test, env)
+        elif isinstance(small, cst.Del):
+            for target in flatten_targets(small.target):
+                key = dotted_name(target)
+                if key:
+                    self.assign_key(key, None, env)
+        elif isinstance(small, (cst.Import, cst.ImportFrom)):
+            for name in import_aliases(small):
+                self.assign_key(name, None, env)
+        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+            for item in small.names:
+                self.assign_key(item.name.value, None, env)
+        return env
+
+    def expression_statement(self, value: cst.BaseExpression, env: Env) -> None:
+        """``model.to(device)`` on its own moves a module in place (a tensor stays where it is)."""
+        result = self.expr(value, env)
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+            return
+        method = value.func.attr.value
+        key = dotted_name(value.func.value)
+        if method not in MOVING_METHODS or key is None:
+            return
+        receiver = self.lookup(key, env)
+        if receiver is not None and receiver.tensor:
+            return  # an unassigned ``x.to(device)``: x itself does not move
+        if result is not None and result.place in (Place.DEVICE, Place.CPU):
+            if receiver is not None and receiver.module:
+                self.assign_key(key, Value(result.place, module=True), env)
+            else:
+                self.assign_key(key, Value(result.place, moved_in_place=True), env)
+
+    def loop(self, statement, env: Env) -> Optional[Env]:
+        is_for = isinstance(statement, cst.For)
+        iterated = self.expr(statement.iter, env) if is_for else None
+        head = dict(env)
+        self.recording += 1
+        try:
+            for _ in range(MAX_LOOP_PASSES):
+                end, exits = self.loop_body(statement, head, iterated)
+                widened = join_envs([head, end, *exits])
+                if widened == head:
+                    break
+                head = widened
+            else:
+                head = {key: (value if end is not None and end.get(key) == value else None) for key, value in head.items()}
+        finally:
+            self.recording -= 1
+        end, exits = self.loop_body(statement, head, iterated)
+        after = join_envs([head, end, *exits])
+        if statement.orelse is not None:
+            after = join_envs([self.suite(statement.orelse.body, dict(head)), *exits]) if after is not None else None
+        return after
+
+    def loop_body(self, statement, head: Env, iterated: Optional[Value]) -> Tuple[Optional[Env], List[Env]]:
+        env = dict(head)
+        if isinstance(statement, cst.For):
+            self.assign(statement.target, element_of(iterated), env)
+        else:
+            self.expr(statement.test, env)
+        self.loop_exits.append([])
+        try:
+            end = self.suite(statement.body, env)
+        finally:
+            exits = self.loop_exits.pop()
+        return end, exits
+
+    def with_statement(self, statement: cst.With, env: Env) -> Optional[Env]:
+        no_grad = default_device = 0
+        for item in statement.items:
+            self.expr(item.item, env)
+            context = item.item.func if isinstance(item.item, cst.Call) else item.item
+            name = self.ctx.qualname(context)
+            if name in NO_GRAD_CONTEXTS:
+                no_grad = 1
+            elif name == "torch.device" or (name is None and names_a_device(last_name(context) or "")):
+                default_device = 1
+            if item.asname is not None:
+                self.assign(item.asname.name, None, env)
+        self.no_grad += no_grad
+        self.default_device_context += default_device
+        try:
+            return self.suite(statement.body, env)
+        finally:
+            self.no_grad -= no_grad
+            self.default_device_context -= default_device
+
+    def try_statement(self, statement, env: Env) -> Optional[Env]:
+        body_end = self.suite(statement.body, dict(env))
+        # an exception may leave the body anywhere: handlers start from what both ends agree on
+        raised = join_envs([env, body_end])
+        ends = []
+        for handler in statement.handlers:
+            start = dict(raised)
+            if handler.name is not None:
+                self.assign(handler.name.name, None, start)
+            ends.append(self.suite(handler.body, start))
+        if statement.orelse is not None and body_end is not None:
+            body_end = self.suite(statement.orelse.body, body_end)
+        joined = join_envs([body_end, *ends])
+        if statement.finalbody is not None:
+            start = joined if joined is not None else dict(raised)
+            final = self.suite(statement.finalbody.body, dict(start))
+            return final if joined is not None else None
+        return joined
+
+    # -- bindings --------------------------------------------------------------------------
+    def assign(self, target: cst.BaseExpression, value: Optional[Value], env: Env) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            starred = any(isinstance(e, cst.StarredElement) for e in target.elements)
+            if value is not None and value.place == Place.SEQUENCE and not starred and len(value.elements) == len(elements):
+                for element, item in zip(elements, value.elements):
+                    self.assign(element, item, env)
+            else:
+                for element in elements:
+                    self.assign(element, None if isinstance(element, cst.StarredElement) else element_of(value), env)
+            return
+        if isinstance(target, cst.StarredElement):
+            self.assign(target.value, None, env)
+            return
+        if isinstance(target, cst.Subscript):
+            self.expr(target.value, env)
+            return
+        key = dotted_name(target)
+        if key is not None:
+            self.assign_key(key, value, env)
+        elif isinstance(target, cst.Attribute):
+            self.expr(target.value, env)
+
+    def assign_key(self, key: str, value: Optional[Value], env: Env) -> None:
+        prefix = key + "."
+        for stale in [k for k in env if k.startswith(prefix)]:
+            env[stale] = None
+        env[key] = value
+
+    def forget_under(self, key: str, env: Env) -> None:
+        """A call received ``key``: what was known about its attributes may have changed."""
+        prefix = key + "."
+        for stale in [k for k in env if k.startswith(prefix)]:
+            env[stale] = None
+
+    def lookup(self, key: str, env: Env) -> Optional[Value]:
+        if key in env:
+            return env[key]
+        facts = self.scope.class_facts
+        if facts is not None and key.startswith("self.") and key.count(".") == 1:
+            return facts.attributes.get(key)
+        return None
+
+
+
+
+def is_false_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in {"False", "None"}
+
+
+def flatten_targets(target: cst.BaseExpression) -> Iterable[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from flatten_targets(element.value)
+    else:
+        yield target

@@ -1,0 +1,143 @@
+"""The PyTorch vocabulary the inference knows: factories, combiners, methods that keep or move
+a value's device, and small readers of call arguments."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import libcst as cst
+
+from .values import Place, Rank
+
+# -- vocabulary -------------------------------------------------------------------------------
+SIZE_FACTORIES = {"zeros", "ones", "empty", "rand", "randn", "full"}
+ARRAY_FACTORIES = {"arange", "range", "linspace", "logspace", "eye", "randperm", "tril_indices", "triu_indices"}
+DATA_FACTORIES = {"tensor", "as_tensor", "asarray"}
+LEGACY_CPU_CONSTRUCTORS = {
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+    "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor",
+}
+LIKE_FACTORIES = {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"}
+NEW_FACTORIES = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+
+#: torch functions whose tensor arguments must share a device; the first group takes a list.
+LIST_COMBINERS = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"}
+ELEMENTWISE_COMBINERS = {
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide",
+    "maximum", "minimum", "eq", "ne", "lt", "gt", "le", "ge", "where", "atan2", "pow",
+    "remainder", "fmod", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "lerp", "hypot", "masked_fill",
+}
+PRODUCT_COMBINERS = {"matmul", "mm", "bmm", "dot", "outer", "cdist", "einsum", "addmm", "baddbmm", "kron", "cross"}
+FUNCTIONAL_COMBINERS = {
+    "linear", "bilinear", "embedding", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "cosine_similarity", "pairwise_distance", "conv1d", "conv2d", "conv3d",
+}
+#: Tensor-to-tensor functions and methods: the result stays where the (first) input is.
+ELEMENTWISE_UNARY = {
+    "abs", "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sigmoid", "tanh", "relu",
+    "gelu", "silu", "sin", "cos", "floor", "ceil", "round", "trunc", "sign", "clamp", "clip",
+    "clamp_min", "clamp_max", "reciprocal", "square", "erf", "logical_not", "bitwise_not",
+    "nan_to_num", "float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte",
+    "char", "contiguous", "clone", "detach", "flip", "roll", "t", "transpose", "permute",
+    "softmax", "log_softmax", "dropout", "masked_fill", "fill_", "zero_", "requires_grad_",
+    "pin_memory", "tril", "triu", "cumsum", "cumprod", "normalize", "layer_norm", "pad",
+    "leaky_relu", "elu", "softplus", "interpolate",
+}
+ARRAY_SHAPING = {"unsqueeze", "flatten", "expand", "expand_as", "repeat", "repeat_interleave", "view_as", "reshape_as", "unflatten"}
+SAME_DEVICE_OTHER = {
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "prod", "std", "var",
+    "norm", "view", "reshape", "squeeze", "narrow", "select", "index_select", "gather",
+    "masked_select", "nonzero", "topk", "sort", "argsort", "chunk", "split", "unbind",
+    "diagonal", "diag", "matmul", "mm", "bmm", "einsum", "unique", "logsumexp", "all", "any",
+    "where", "outer", "T",
+}
+TENSOR_METHOD_COMBINERS = (ELEMENTWISE_COMBINERS | PRODUCT_COMBINERS | {"add_", "sub_", "mul_", "div_", "masked_fill_"}) - {"where"}
+PYTHON_METHODS = {"item", "tolist", "size", "dim", "numel", "nelement", "element_size", "get_device", "data_ptr", "stride", "is_contiguous"}
+PYTHON_ATTRIBUTES = {"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout", "is_leaf", "names", "is_sparse"}
+VIEW_ATTRIBUTES = {"T", "mT", "H", "mH", "data", "real", "imag", "grad"}
+DTYPES = {
+    "float", "float32", "float64", "float16", "half", "bfloat16", "double", "int", "int8",
+    "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
+    "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2",
+}
+NO_GRAD_CONTEXTS = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
+#: Methods that move a module in place (and do nothing to a tensor's binding).
+MOVING_METHODS = {"to", "cuda", "cpu"}
+#: Class methods that change how ``.to()`` treats attributes.
+MOVE_OVERRIDES = {"_apply", "to", "cuda", "cpu", "_load_from_state_dict"}
+OPERATORS = (
+    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
+    cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
+)
+AUG_OPERATORS = (
+    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign,
+    cst.ModuloAssign, cst.PowerAssign, cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign,
+    cst.MatrixMultiplyAssign,
+)
+FUNCTIONAL_TENSOR_KEYWORDS = {"weight", "bias", "target", "pos_weight"}
+RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
+SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
+#: Module methods that leave the module where it is.
+MODULE_KEEPING_METHODS = {"train", "eval", "parameters", "named_parameters", "zero_grad", "state_dict", "load_state_dict", "requires_grad_", "modules", "children", "named_modules", "buffers"}
+#: Methods after which a receiver that may be a module is still where it was.
+KEEPING_METHODS = (
+    MOVING_METHODS | MODULE_KEEPING_METHODS | PYTHON_METHODS | ELEMENTWISE_UNARY | ARRAY_SHAPING
+    | SAME_DEVICE_OTHER | TENSOR_METHOD_COMBINERS | NEW_FACTORIES | {"numpy", "type_as"}
+)
+COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+
+
+def keyword_argument(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call) -> List[cst.Arg]:
+    return [arg for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def literal_string(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def place_of_device_string(text: str) -> Optional[Place]:
+    if text == "cpu" or text.startswith("cpu:"):
+        return Place.CPU
+    if text.split(":")[0] in {"cuda", "mps", "xpu", "npu", "hpu", "gpu"}:
+        return Place.DEVICE
+    return None
+
+
+def names_a_device(name: str) -> bool:
+    lowered = name.lower()
+    if "dtype" in lowered:
+        return False
+    parts = lowered.strip("_").split("_")
+    return "device" in lowered or "dev" in parts or "gpu" in parts or lowered.endswith("rank") or "cuda" in parts
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        return is_literal(node.expression)
+    return isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)) or (
+        isinstance(node, cst.Name) and node.value in {"True", "False"}
+    )
+
+
+def size_rank(args: Sequence[cst.Arg]) -> Rank:
+    """Rank of a tensor whose size is given by these arguments (``zeros(2, 3)``, ``zeros(())``)."""
+    if not args or any(arg.star for arg in args):
+        return Rank.UNKNOWN
+    if len(args) == 1:
+        only = args[0].value
+        if isinstance(only, (cst.Tuple, cst.List)):
+            return Rank.ARRAY if only.elements else Rank.SCALAR
+    return Rank.ARRAY
