@@ -18,6 +18,7 @@ row covers are counted as unjudged, so the table stays honest when the rules cha
     python bench/realcode.py                      # run check, print the per-rule table and recall
     python bench/realcode.py --root DIR           # checkouts elsewhere (or $TORCHDEVICE_REALCODE_ROOT)
     python bench/realcode.py sample-findings      # CSV rows to judge: unjudged findings, seeded
+    python bench/realcode.py sample-findings --unjudged 15   # new findings after a rule change
     python bench/realcode.py sample-lines -n 150  # CSV rows to judge: hazard-looking lines, seeded
 """
 
@@ -224,8 +225,9 @@ def report(root: Path) -> int:
     return 0
 
 
-def sample_findings(root: Path, seed: int, per_rule: int) -> int:
-    """Unjudged findings to judge, so that each rule reaches ``per_rule`` judged (seeded)."""
+def sample_findings(root: Path, seed: int, per_rule: int, unjudged: Optional[int] = None) -> int:
+    """Unjudged findings to judge, so that each rule reaches ``per_rule`` judged, or with
+    ``unjudged`` that many of each rule's unjudged findings (new after a rule change); seeded."""
     findings = run_check(checkouts(load_pins(), root))
     sources = Sources(root)
     judged = {(r["repo"], r["path"], int(r["line"]), r["code"]) for r in read_csv(JUDGED_FINDINGS)
@@ -239,7 +241,7 @@ def sample_findings(root: Path, seed: int, per_rule: int) -> int:
     for code in sorted(by_rule):
         keys = sorted(by_rule[code])
         random.Random(f"{seed}:{code}").shuffle(keys)
-        wanted = per_rule - sum(key in judged for key in keys)
+        wanted = unjudged if unjudged is not None else per_rule - sum(key in judged for key in keys)
         for key in [key for key in keys if key not in judged][:max(wanted, 0)]:
             writer.writerow([*key, sources.text(*key[:3]), "", ""])
     return 0
@@ -281,9 +283,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-n", type=int, default=150, help="sample-lines: how many lines (default 150)")
     parser.add_argument("--per-rule", type=int, default=SAMPLE_PER_RULE,
                         help=f"sample-findings: judged findings wanted per rule (default {SAMPLE_PER_RULE})")
+    parser.add_argument("--unjudged", type=int, default=None,
+                        help="sample-findings: draw this many unjudged findings per rule instead")
     args = parser.parse_args(argv)
     if args.command == "sample-findings":
-        return sample_findings(args.root, args.seed, args.per_rule)
+        return sample_findings(args.root, args.seed, args.per_rule, args.unjudged)
     if args.command == "sample-lines":
         return sample_lines(args.root, args.seed, args.n)
     return report(args.root)
