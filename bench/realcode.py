@@ -247,9 +247,10 @@ def sample_findings(root: Path, seed: int, per_rule: int, unjudged: Optional[int
     return 0
 
 
-def sample_lines(root: Path, seed: int, count: int) -> int:
-    """Hazard-looking code lines (grep, comments skipped) not judged yet, seeded."""
-    pins = load_pins()
+def sample_lines(root: Path, seed: int, count: int, repos: Sequence[str] = ()) -> int:
+    """Hazard-looking code lines (grep, comments skipped) not judged yet, seeded; ``repos``
+    limits the draw to projects added later, so each project keeps its share of the sample."""
+    pins = [pin for pin in load_pins() if not repos or pin.repo in repos]
     checkouts(pins, root)
     judged = {(r["repo"], r["path"], int(r["line"])) for r in read_csv(JUDGED_LINES)}
     candidates = []
@@ -283,13 +284,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-n", type=int, default=150, help="sample-lines: how many lines (default 150)")
     parser.add_argument("--per-rule", type=int, default=SAMPLE_PER_RULE,
                         help=f"sample-findings: judged findings wanted per rule (default {SAMPLE_PER_RULE})")
+    parser.add_argument("--repo", action="append", default=[],
+                        help="sample-lines: only this project (owner/name; repeatable)")
     parser.add_argument("--unjudged", type=int, default=None,
                         help="sample-findings: draw this many unjudged findings per rule instead")
     args = parser.parse_args(argv)
     if args.command == "sample-findings":
         return sample_findings(args.root, args.seed, args.per_rule, args.unjudged)
     if args.command == "sample-lines":
-        return sample_lines(args.root, args.seed, args.n)
+        return sample_lines(args.root, args.seed, args.n, args.repo)
     return report(args.root)
 
 
