@@ -17,6 +17,7 @@ row covers are counted as unjudged, so the table stays honest when the rules cha
 
     python bench/realcode.py                      # run check, print the per-rule table and recall
     python bench/realcode.py --root DIR           # checkouts elsewhere (or $TORCHDEVICE_REALCODE_ROOT)
+    python bench/realcode.py --details            # also list false alarms still reported, lines missed
     python bench/realcode.py sample-findings      # CSV rows to judge: unjudged findings, seeded
     python bench/realcode.py sample-findings --unjudged 15   # new findings after a rule change
     python bench/realcode.py sample-lines -n 150  # CSV rows to judge: hazard-looking lines, seeded
@@ -209,11 +210,26 @@ def print_table(header: Sequence[str], rows: Sequence[Sequence]) -> None:
         print("  ".join(str(cell).rjust(width) for cell, width in zip(line, widths)))
 
 
-def report(root: Path) -> int:
+def print_details(located: Dict[Key, List[str]], spanned: Dict[Key, List[str]], sources: Sources) -> None:
+    """Each false alarm still reported and each judged hazard line no finding covers, with its reason."""
+    print("\nfalse alarms still reported:")
+    for row in read_csv(JUDGED_FINDINGS):
+        key = (row["repo"], row["path"], int(row["line"]))
+        if row["verdict"] == "false" and fresh(row, sources) and row["code"] in located.get(key, []):
+            print(f"  {row['code']} {row['repo']}:{row['path']}:{row['line']}  {row['reason']}")
+    print("\njudged hazard lines not reported:")
+    for row in read_csv(JUDGED_LINES):
+        key = (row["repo"], row["path"], int(row["line"]))
+        if row["verdict"] == "hazard" and fresh(row, sources) and not spanned.get(key):
+            print(f"  {row['expected']} {row['repo']}:{row['path']}:{row['line']}  {row['reason']}")
+
+
+def report(root: Path, details: bool = False) -> int:
     pins = load_pins()
     findings = run_check(checkouts(pins, root))
     sources = Sources(root)
     located = findings_by_location(findings, root)
+    spanned = findings_by_location(findings, root, spanned=True)
     print(f"{len(pins)} projects under {root}: {len(findings)} findings\n")
     print_table(
         ["rule", "findings", "judged", "true", "false", "precision", "unjudged", "true gone", "stale"],
@@ -221,7 +237,9 @@ def report(root: Path) -> int:
     )
     print("\nrecall on judged hazard lines (reported: a finding covers the line; expected: by the rule named)")
     print_table(["kind", "hazard lines", "reported", "expected", "recall"],
-                recall_table(findings_by_location(findings, root, spanned=True), read_csv(JUDGED_LINES), sources))
+                recall_table(spanned, read_csv(JUDGED_LINES), sources))
+    if details:
+        print_details(located, spanned, sources)
     return 0
 
 
@@ -284,6 +302,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("-n", type=int, default=150, help="sample-lines: how many lines (default 150)")
     parser.add_argument("--per-rule", type=int, default=SAMPLE_PER_RULE,
                         help=f"sample-findings: judged findings wanted per rule (default {SAMPLE_PER_RULE})")
+    parser.add_argument("--details", action="store_true",
+                        help="also list the false alarms still reported and the hazard lines missed")
     parser.add_argument("--repo", action="append", default=[],
                         help="sample-lines: only this project (owner/name; repeatable)")
     parser.add_argument("--unjudged", type=int, default=None,
@@ -293,7 +313,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return sample_findings(args.root, args.seed, args.per_rule, args.unjudged)
     if args.command == "sample-lines":
         return sample_lines(args.root, args.seed, args.n, args.repo)
-    return report(args.root)
+    return report(args.root, args.details)
 
 
 if __name__ == "__main__":
