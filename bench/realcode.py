@@ -33,11 +33,15 @@ import random
 import re
 import subprocess
 import sys
-import tomllib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11, like the package's own config reader
+    import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent / "realcode"
 PINS = HERE / "pins.toml"
