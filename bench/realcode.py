@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python < 3.11, like the package's own config reader
+else:  # like the package's own config reader
     import tomli as tomllib
 
 HERE = Path(__file__).resolve().parent / "realcode"
