@@ -5,7 +5,8 @@ pulls in); forking after the import makes each run cost only the program itself.
 touches a device, so each child still meets CUDA (and ``CUDA_VISIBLE_DEVICES``) for the first time.
 
 Protocol: one JSON job per stdin line ``{"program", "leg", "environment", "stdout", "stderr"}``;
-one line per finished job on stdout ``{"returncode"}``.
+one line per finished job on stdout ``{"returncode", "placements"}``, where ``placements`` counts
+the tensors a simulated leg (``simcuda``, ``simmps``) put on its device (None on other legs).
 """
 
 import json
@@ -30,9 +31,12 @@ def _run_child(job) -> int:
     sys.argv = [program]
     sys.path[0] = os.path.dirname(program)
     try:
-        if job["leg"] == "simcuda":
-            with simdevice.simulated_cuda():
-                runpy.run_path(program, run_name="__main__")
+        if job["leg"] in simdevice.BACKENDS:
+            with simdevice.simulation(job["leg"]) as active:
+                try:
+                    runpy.run_path(program, run_name="__main__")
+                finally:
+                    _write_placements(job, active.placements)
         else:
             runpy.run_path(program, run_name="__main__")
     except SystemExit as exit_request:
@@ -41,6 +45,23 @@ def _run_child(job) -> int:
         traceback.print_exc()
         return 1
     return 0
+
+
+def _placements_path(job) -> str:
+    return job["stdout"] + ".placements"
+
+
+def _write_placements(job, placements: int) -> None:
+    with open(_placements_path(job), "w") as report:
+        report.write(str(placements))
+
+
+def _read_placements(job):
+    try:
+        with open(_placements_path(job)) as report:
+            return int(report.read())
+    except FileNotFoundError:
+        return None
 
 
 def _redirect(path: str, descriptor: int) -> None:
@@ -61,7 +82,8 @@ def main() -> None:
             sys.stderr.flush()
             os._exit(code)
         _, status = os.waitpid(child, 0)
-        print(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}), flush=True)
+        reply = {"returncode": os.waitstatus_to_exitcode(status), "placements": _read_placements(job)}
+        print(json.dumps(reply), flush=True)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@ numbers on each leg. The ``simcuda`` leg also shows that a copy fixed without th
 A fixture declares its expectations in header comments:
 ``cpu-error`` (what the original raises here), ``needs`` (the rules its fix takes), ``gpu-error``
 (what the original's mixed-device hazards raise on a GPU), ``tolerance`` (relative, for the numbers
-it prints; default ``DEFAULT_TOLERANCE``) and ``fix-gap: LEGS: reason`` (a known fixer limitation,
-a strict xfail on those legs).
+it prints; default ``DEFAULT_TOLERANCE``), ``fix-gap: LEGS: reason`` (a known fixer limitation,
+a strict xfail on those legs) and ``host-only: reason`` (the fixed program rightly puts nothing on
+a device; every other fixed program must put tensors on the simulated device of its leg).
 
 Tolerance: legs must agree to a relative 1e-3 (absolute 1e-3 for values near zero): CUDA reduces in
 a different order and cuDNN convolutions use TF32 by default; ``amp_training`` states 5e-2 because
@@ -39,7 +40,7 @@ DEFAULT_TOLERANCE = 1e-3
 RUN_TIMEOUT_S = 120
 DATAFLOW_PREFIX = "TDV4"  # the rules whose hazards only show on a device, never on the CPU
 OPT_IN_PREFIX = "TDV9"
-_HEADER = re.compile(r"^# (cpu-error|needs|gpu-error|tolerance|fix-gap): (.*)$")
+_HEADER = re.compile(r"^# (cpu-error|needs|gpu-error|tolerance|fix-gap|host-only): (.*)$")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -51,6 +52,7 @@ class Fixture:
     gpu_error: Optional[str] = None
     tolerance: float = DEFAULT_TOLERANCE
     fix_gaps: Dict[str, str] = field(default_factory=dict)
+    host_only: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -74,12 +76,14 @@ def _parse(path: Path) -> Fixture:
         gpu_error=headers.get("gpu-error"),
         tolerance=float(headers.get("tolerance", DEFAULT_TOLERANCE)),
         fix_gaps=fix_gaps,
+        host_only=headers.get("host-only"),
     )
 
 
 ALL_FIXTURES = [_parse(path) for path in sorted(FIXTURES.glob("*.py"))]
 MIXED_DEVICE_FIXTURES = [fixture for fixture in ALL_FIXTURES if fixture.gpu_error]
 AVAILABLE_RULES = {rule.code for rule in all_rules()}
+SIMULATED_LEGS = ("simcuda", "simmps")
 
 
 def _program_environment(leg: str) -> Dict[str, str]:
@@ -87,6 +91,17 @@ def _program_environment(leg: str) -> Dict[str, str]:
     if leg == "cpu":
         environment["CUDA_VISIBLE_DEVICES"] = ""  # hide any GPU from the CPU leg
     return environment
+
+
+@dataclass
+class ProgramRun:
+    """How one run of a program on one leg ended; ``placements`` counts the tensors a simulated
+    leg put on its device (None on real legs)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    placements: Optional[int] = None
 
 
 class ProgramRuns:
@@ -114,7 +129,7 @@ class ProgramRuns:
                 self._runners.append(self._local.runner)
         return self._local.runner
 
-    def _run(self, program: Path, leg: str, number: int) -> subprocess.CompletedProcess:
+    def _run(self, program: Path, leg: str, number: int) -> "ProgramRun":
         stdout, stderr = (self._scratch / f"{number}.{stream}" for stream in ("out", "err"))
         job = {
             "program": str(program),
@@ -128,9 +143,8 @@ class ProgramRuns:
         runner.stdin.flush()
         reply = runner.stdout.readline()
         assert reply, f"the program runner died running {program.name} on {leg}"
-        return subprocess.CompletedProcess(
-            [leg, program.name], json.loads(reply)["returncode"], stdout.read_text(), stderr.read_text()
-        )
+        outcome = json.loads(reply)
+        return ProgramRun(outcome["returncode"], stdout.read_text(), stderr.read_text(), outcome["placements"])
 
     def start(self, program: Path, leg: str) -> Future:
         key = (str(program), leg)
@@ -138,7 +152,7 @@ class ProgramRuns:
             self._runs[key] = self._pool.submit(self._run, program, leg, len(self._runs))
         return self._runs[key]
 
-    def result(self, program: Path, leg: str) -> subprocess.CompletedProcess:
+    def result(self, program: Path, leg: str) -> "ProgramRun":
         return self.start(program, leg).result(timeout=RUN_TIMEOUT_S * len(self._runs))
 
     def close(self) -> None:
@@ -180,7 +194,8 @@ def runs(copies, tmp_path_factory) -> ProgramRuns:
     for fixture in ALL_FIXTURES:
         program_runs.start(copies["original"] / fixture.path.name, "cpu")
         program_runs.start(copies["fixed"] / fixture.path.name, "cpu")
-        program_runs.start(copies["fixed"] / fixture.path.name, "simcuda")
+        for leg in SIMULATED_LEGS:
+            program_runs.start(copies["fixed"] / fixture.path.name, leg)
     for fixture in MIXED_DEVICE_FIXTURES:
         program_runs.start(copies["portable"] / fixture.path.name, "cpu")
         program_runs.start(copies["portable"] / fixture.path.name, "simcuda")
@@ -188,7 +203,7 @@ def runs(copies, tmp_path_factory) -> ProgramRuns:
     program_runs.close()
 
 
-def _report(completed: subprocess.CompletedProcess) -> str:
+def _report(completed: ProgramRun) -> str:
     return f"exit {completed.returncode}\n--- stdout\n{completed.stdout}\n--- stderr\n{completed.stderr[-3000:]}"
 
 
@@ -213,6 +228,15 @@ def _expected_failure(fixture: Fixture, leg: str) -> Optional[str]:
     return fixture.fix_gaps.get(kind)
 
 
+def _knows_mps(fixed_source: str) -> bool:
+    """Whether a fixed program can pick an MPS device at all: its device binding names MPS or
+    asks ``torch.accelerator``."""
+    return "mps" in fixed_source or "torch.accelerator" in fixed_source
+
+
+MPS_GAP = "the fix's device binding knows only CUDA and the CPU, so the program never uses MPS (issue 12: rules for every backend)"
+
+
 @pytest.mark.parametrize("fixture", ALL_FIXTURES, ids=lambda fixture: fixture.name)
 def test_original_fails_on_cpu(fixture: Fixture, copies, runs) -> None:
     completed = runs.result(copies["original"] / fixture.path.name, "cpu")
@@ -228,9 +252,14 @@ def test_fixed_fixture_runs_on_device(
     if reason is not None:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     program = copies["fixed"] / fixture.path.name
+    uses_device = fixture.host_only is None
+    if reason is None and uses_device and torch_device_name == "simmps" and not _knows_mps(program.read_text()):
+        request.applymarker(pytest.mark.xfail(reason=MPS_GAP, strict=True))
     completed = runs.result(program, torch_device_name)
     assert completed.returncode == 0, _report(completed)
     assert completed.stdout.strip(), "the program printed no result"
+    if torch_device_name in SIMULATED_LEGS and uses_device:
+        assert completed.placements, f"the fixed program ran but never put a tensor on {torch_device_name}"
     if torch_device_name != "cpu" and "cpu" not in fixture.fix_gaps:
         reference = runs.result(program, "cpu")
         assert reference.returncode == 0, "the CPU leg failed:\n" + _report(reference)

@@ -1,4 +1,4 @@
-"""The pytest plugin, exercised with pytester: legs, skips, the marker, overriding, lazy torch."""
+"""The pytest plugin, exercised with pytester: legs, skips, markers, usage errors, overriding,\nlazy torch."""
 
 import pytest
 
@@ -39,7 +39,30 @@ def test_extra_legs_from_option_environment_or_ini(pytester, monkeypatch, how):
         pytester.makeini("[pytest]\ntorchdevice_devices = simcuda\n")
     result = pytester.runpytest(*arguments)
     result.stdout.fnmatch_lines(["*LEG simcuda cuda:0*"])
-    result.assert_outcomes(passed=2, skipped=1)
+    result.assert_outcomes(passed=1)  # the legs named replace cpu and cuda
+
+
+def test_the_option_sets_the_legs_over_the_ini(pytester, monkeypatch):
+    monkeypatch.delenv("TORCHDEVICE_DEVICES", raising=False)
+    pytester.makeini("[pytest]\ntorchdevice_devices = cpu,cuda\n")
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-v", "-s", "--torchdevice-devices=simcuda,simmps")
+    result.stdout.fnmatch_lines(["*LEG simcuda cuda:0*", "*LEG simmps mps:0*"])
+    result.assert_outcomes(passed=2)
+
+
+def test_simmps_leg_refuses_float64(pytester):
+    pytester.makepyfile(
+        """
+        import torch
+
+        def test_double(torch_device):
+            torch.zeros(2, dtype=torch.float64, device=torch_device)
+        """
+    )
+    result = pytester.runpytest("--torchdevice-devices=cpu,simmps", "-v")
+    result.stdout.fnmatch_lines(["*test_double?cpu? PASSED*", "*test_double?simmps? FAILED*"])
+    result.stdout.fnmatch_lines(["*TypeError: Cannot convert a MPS Tensor to float64 dtype*"])
 
 
 def test_simcuda_leg_catches_a_tensor_left_on_the_cpu(pytester):
@@ -53,7 +76,7 @@ def test_simcuda_leg_catches_a_tensor_left_on_the_cpu(pytester):
                 weights + torch.ones(3)
         """
     )
-    result = pytester.runpytest("--torchdevice-devices=simcuda", "-v")
+    result = pytester.runpytest("--torchdevice-devices=cpu,simcuda", "-v")
     result.stdout.fnmatch_lines(["*test_mixed?cpu? FAILED*", "*test_mixed?simcuda? PASSED*"])
 
 
@@ -73,13 +96,13 @@ def test_a_users_own_fixture_wins(pytester):
     result.assert_outcomes(passed=1)
 
 
-def test_cuda_marker_skips_and_deselects(pytester):
+def test_namespaced_marker_skips_and_cuda_deselects_the_legs(pytester):
     pytester.makepyfile(
         DEVICE_TEST
         + """
 import pytest
 
-@pytest.mark.cuda
+@pytest.mark.torchdevice_cuda
 def test_needs_gpu():
     pass
 """
@@ -88,14 +111,43 @@ def test_needs_gpu():
     skipped.assert_outcomes(passed=1, skipped=2)
     skipped.stdout.fnmatch_lines(["*needs CUDA: CUDA is not available*"])
     deselected = pytester.runpytest("-m", "not cuda")
-    deselected.assert_outcomes(passed=1, deselected=2)
-    assert "cuda" in pytester.runpytest("--markers").stdout.str()
+    deselected.assert_outcomes(passed=1, skipped=1, deselected=1)
+    assert "torchdevice_cuda" in pytester.runpytest("--markers").stdout.str()
 
 
-def test_unknown_device_is_skipped_with_the_reason(pytester):
+def test_another_projects_cuda_marker_is_left_alone(pytester):
+    pytester.makeini("[pytest]\nmarkers =\n    cuda: this project's own meaning\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.cuda
+        def test_theirs():
+            pass
+        """
+    )
+    result = pytester.runpytest("-v", "--strict-markers")
+    result.stdout.fnmatch_lines(["*test_theirs PASSED*"])
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_a_misspelled_device_is_a_usage_error(pytester, monkeypatch, how):
     pytester.makepyfile(DEVICE_TEST)
-    result = pytester.runpytest("-rs", "--torchdevice-devices=nodevice")
-    result.stdout.fnmatch_lines(["*nodevice leg skipped: 'nodevice' is not a device torch*"])
+    if how == "option":
+        result = pytester.runpytest("--torchdevice-devices=cpu,simcdua")
+    else:
+        monkeypatch.setenv("TORCHDEVICE_DEVICES", "cpu,simcdua")
+        result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown device 'simcdua'*valid names: simcuda, simmps, cpu, cuda, mps*"])
+
+
+def test_an_absent_device_is_skipped_with_the_reason(pytester):
+    pytester.makepyfile(DEVICE_TEST)
+    result = pytester.runpytest("-rs", "--torchdevice-devices=cpu,xpu:1")
+    result.stdout.fnmatch_lines(["*xpu:1 leg skipped: xpu is not available*"])
+    result.assert_outcomes(passed=1, skipped=1)
 
 
 def test_torch_is_not_imported_until_a_device_is_asked_for(pytester):

@@ -1,14 +1,18 @@
 """pytest plugin: run device-dependent tests on every device, and mark CUDA-only tests.
 
-* ``torch_device`` yields a ``torch.device`` once per device leg: ``cpu``, ``cuda`` and the legs
-  named by ``--torchdevice-devices``, the ``TORCHDEVICE_DEVICES`` environment variable or the
-  ``torchdevice_devices`` ini option (comma-separated, e.g. ``simcuda,mps``). A leg whose device is
-  absent is skipped with the reason. ``simcuda`` is the simulated CUDA device of
-  :mod:`torchdevice_lint.runtime.simdevice`: the test runs with a virtual ``cuda:0`` on the CPU, which
-  catches tensors left on the CPU. A project's own ``torch_device`` fixture overrides this one.
+* ``torch_device`` yields a ``torch.device`` once per device leg. The legs are ``cpu`` and
+  ``cuda`` unless ``--torchdevice-devices``, the ``TORCHDEVICE_DEVICES`` environment variable or
+  the ``torchdevice_devices`` ini option (in that order) name them (comma-separated, e.g.
+  ``cpu,simcuda,simmps``): the names given replace the defaults. A name that is neither a
+  simulated device nor a torch device type fails the run with a usage error. A leg whose device
+  is absent is skipped with the reason. ``simcuda`` and ``simmps`` are the simulated CUDA and MPS
+  devices of :mod:`torchdevice_lint.runtime.simdevice`: the test runs with a virtual ``cuda:0`` or
+  ``mps:0`` on the CPU, which catches tensors left on the CPU (and, on ``simmps``, float64).
+  A project's own ``torch_device`` fixture overrides this one.
 * ``torch_device_name`` is the leg's name as listed (``"cuda"``, ``"simcuda"``).
-* ``@pytest.mark.cuda`` skips a test unless CUDA is available; the ``cuda`` legs of
-  ``torch_device`` carry the mark too, so ``-m "not cuda"`` deselects them.
+* ``@pytest.mark.torchdevice_cuda`` skips a test unless CUDA is available. The ``cuda`` legs of
+  ``torch_device`` carry it and the plain ``cuda`` mark, so ``-m "not cuda"`` deselects them; a
+  ``cuda`` mark the plugin did not put on a ``torch_device`` leg is left to its project.
 
 The plugin is loaded into every pytest run once the package is installed, so torch is imported
 only when a test asks for a device.
@@ -17,14 +21,22 @@ only when a test asks for a device.
 from __future__ import annotations
 
 import os
+import re
 from typing import Iterator, List, Optional
 
 import pytest
 
 DEFAULT_DEVICES = ("cpu", "cuda")
-SIMULATED_DEVICE = "simcuda"
+SIMULATED_DEVICES = ("simcuda", "simmps")
+# torch device types a leg may name (with an index where the type has several devices).
+TORCH_DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "npu", "xla", "mtia", "meta")
 ENVIRONMENT_VARIABLE = "TORCHDEVICE_DEVICES"
-_CUDA_MARK_HELP = "cuda: the test needs a CUDA device; it is skipped when torch.cuda.is_available() is False"
+MARK = "torchdevice_cuda"
+_MARKERS = (
+    f"{MARK}: the test needs a CUDA device; skipped when torch.cuda.is_available() is False",
+    "cuda: carried by the cuda legs of the torch_device fixture (torchdevice-lint skips only those)",
+)
+_LEG = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,36 +46,57 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="torchdevice_devices",
         default=None,
         metavar="DEVICES",
-        help="comma-separated device legs run by the torch_device fixture besides cpu and cuda, "
-        f"e.g. '{SIMULATED_DEVICE},mps' (also ${ENVIRONMENT_VARIABLE}, ini torchdevice_devices)",
+        help="comma-separated device legs run by the torch_device fixture, replacing the default "
+        f"cpu,cuda, e.g. 'cpu,{','.join(SIMULATED_DEVICES)}' (also ${ENVIRONMENT_VARIABLE}, "
+        "ini torchdevice_devices)",
     )
     parser.addini(
         "torchdevice_devices",
-        help=f"device legs for the torch_device fixture besides cpu and cuda (e.g. {SIMULATED_DEVICE})",
+        help=f"device legs for the torch_device fixture (default cpu,cuda; e.g. cpu,simcuda)",
         default="",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", _CUDA_MARK_HELP)
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+    device_legs(config)  # a misspelled leg fails the run before collection
+
+
+def _is_valid_leg(name: str) -> bool:
+    if name in SIMULATED_DEVICES:
+        return True
+    match = _LEG.match(name)
+    return match is not None and match.group("type") in TORCH_DEVICE_TYPES
 
 
 def device_legs(config: pytest.Config) -> List[str]:
-    """cpu, cuda, then the extra legs from the option, else the environment, else the ini file."""
-    extra = (
+    """The legs named by the option, else the environment, else the ini file, else cpu and
+    cuda; raises ``pytest.UsageError`` for a name that is no device."""
+    named = (
         config.getoption("torchdevice_devices")
         or os.environ.get(ENVIRONMENT_VARIABLE)
         or config.getini("torchdevice_devices")
     )
-    legs = list(DEFAULT_DEVICES)
-    for name in (part.strip() for part in (extra or "").split(",")):
+    legs: List[str] = []
+    for name in (part.strip() for part in (named or "").split(",")):
         if name and name not in legs:
             legs.append(name)
-    return legs
+    unknown = [name for name in legs if not _is_valid_leg(name)]
+    if unknown:
+        valid = ", ".join(SIMULATED_DEVICES + TORCH_DEVICE_TYPES)
+        raise pytest.UsageError(
+            f"--torchdevice-devices: unknown device {', '.join(map(repr, unknown))}; "
+            f"valid names: {valid} (a device type may take an index, e.g. cuda:1)"
+        )
+    return legs or list(DEFAULT_DEVICES)
 
 
 def _is_cuda_leg(name: str) -> bool:
     return name == "cuda" or name.startswith("cuda:")
+
+
+_CUDA_LEG_MARKS = (getattr(pytest.mark, MARK), pytest.mark.cuda)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -74,7 +107,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     legs = device_legs(metafunc.config)
     metafunc.parametrize(
         "torch_device_name",
-        [pytest.param(name, marks=pytest.mark.cuda) if _is_cuda_leg(name) else name for name in legs],
+        [pytest.param(name, marks=_CUDA_LEG_MARKS) if _is_cuda_leg(name) else name for name in legs],
         ids=legs,
         scope="function",
     )
@@ -86,9 +119,11 @@ def absent_reason(name: str) -> Optional[str]:
         return None
     import torch
 
-    if name == SIMULATED_DEVICE:
-        if torch.cuda.is_available():
-            return "a real CUDA device is present; the cuda leg runs on it instead"
+    if name == "simcuda" and torch.cuda.is_available():
+        return "a real CUDA device is present; the cuda leg runs on it instead"
+    if name == "simmps" and torch.backends.mps.is_available():
+        return "a real MPS device is present; the mps leg runs on it instead"
+    if name in SIMULATED_DEVICES:
         return None
 
     try:
@@ -115,14 +150,15 @@ def absent_reason(name: str) -> Optional[str]:
 
 @pytest.fixture
 def torch_device(torch_device_name: str) -> Iterator["object"]:
-    """A ``torch.device`` for the current leg; on ``simcuda`` the test runs inside the simulation."""
+    """A ``torch.device`` for the current leg; on ``simcuda``/``simmps`` the test runs inside the
+    simulation."""
     reason = absent_reason(torch_device_name)
     if reason is not None:
         pytest.skip(f"{torch_device_name} leg skipped: {reason}")
-    if torch_device_name == SIMULATED_DEVICE:
-        from .simdevice import simulated_cuda
+    if torch_device_name in SIMULATED_DEVICES:
+        from .simdevice import simulated_device
 
-        with simulated_cuda() as device:
+        with simulated_device(torch_device_name) as device:
             yield device
         return
     import torch
@@ -131,8 +167,9 @@ def torch_device(torch_device_name: str) -> Iterator["object"]:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip tests marked ``cuda``, and the ``cuda`` legs of ``torch_device``, without CUDA."""
-    if item.get_closest_marker("cuda") is None:
+    """Skip tests marked ``torchdevice_cuda`` (the ``cuda`` legs of ``torch_device`` among them)
+    without CUDA; other projects' ``cuda`` marks are theirs."""
+    if item.get_closest_marker(MARK) is None:
         return
     reason = absent_reason("cuda")
     if reason is not None:
