@@ -197,6 +197,14 @@ class MixedDeviceOperation(Rule):
     )
     triggers = ("cuda", ".to(", "device", "forward", "Tensor")
     valid = (
+        # a module without parameters (a loss, an activation) runs wherever its input is
+        Valid(
+            "import torch\nfrom torch import nn\n"
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
+            "x = torch.randn(4, 3).to(device)\ny = torch.zeros(4, dtype=torch.long).to(device)\n"
+            "loss = criterion(model(x), y)\n"
+        ),
         Valid("import torch\n\ndef f(x):\n    return x.cuda() * torch.tensor(0.5)\n"),
         Valid("import torch\n\ndef f(x):\n    y = x.cuda()\n    return y * 2.0 + torch.zeros(())\n"),
         Valid("import torch\n\ndef f(a, b):\n    return a.cuda() + b\n"),

@@ -28,6 +28,7 @@ from .vocabulary import (
     SCALAR_BUILTINS,
     SIZE_FACTORIES,
     VIEW_ATTRIBUTES,
+    is_parameterless_module,
     literal_string,
     place_of_device_string,
     positional_args,
@@ -266,6 +267,8 @@ class ExpressionWalk:
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
         if namespace == "torch.nn" and leaf[:1].isupper():
+            if is_parameterless_module(leaf, node):
+                return None  # device-neutral: never a CPU operand
             return self.fresh(Place.CPU, module=True, constructor=leaf)
         return None
 

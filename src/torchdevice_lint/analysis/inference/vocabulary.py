@@ -141,3 +141,29 @@ def size_rank(args: Sequence[cst.Arg]) -> Rank:
         if isinstance(only, (cst.Tuple, cst.List)):
             return Rank.ARRAY if only.elements else Rank.SCALAR
     return Rank.ARRAY
+
+
+# ``torch.nn`` modules that own no parameters or buffers: they run on whatever device their input
+# is on, so they are never a CPU operand (losses count only without weight tensors).
+PARAMETERLESS_MODULES = {
+    "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
+    "Hardtanh", "Hardswish", "Hardsigmoid", "Softplus", "Softsign", "Softmax", "LogSoftmax", "Softmin",
+    "LogSigmoid", "Tanhshrink", "Threshold", "GLU", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "AlphaDropout", "Identity", "Flatten", "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Upsample", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ZeroPad2d", "ConstantPad1d",
+    "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d", "CosineSimilarity", "PairwiseDistance",
+}
+LOSS_WEIGHT_KEYWORDS = {"weight", "pos_weight"}
+
+
+def is_parameterless_module(leaf: str, call: cst.Call) -> bool:
+    """``nn.ReLU()``, ``nn.CrossEntropyLoss()``: no parameters or buffers to place."""
+    if leaf in PARAMETERLESS_MODULES:
+        return True
+    if leaf.endswith("Loss"):
+        return not any(
+            arg.keyword is None or arg.keyword.value in LOSS_WEIGHT_KEYWORDS for arg in call.args
+        )
+    return False
