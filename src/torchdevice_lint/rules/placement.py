@@ -167,6 +167,8 @@ class HardcodedCudaDevice(Rule):
     triggers = ("cuda",)
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
+        # a comparison with a CUDA device only asks where a tensor is
+        Valid('import torch\nif attr.device != torch.device("cuda"):\n    attr = attr.to(torch.float32)\n'),
         Valid('print("using cuda")\nif args.device == "cuda":\n    pass\n'),
         Valid('import torch\n\ndef f(x):\n    if x.device.type == "cuda":\n        return x.to("cuda:0")\n    return x\n'),
         Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
@@ -236,6 +238,8 @@ class HardcodedCudaDevice(Rule):
         if isinstance(parent, cst.Arg) and isinstance(ctx.parent(2), cst.Call):
             call = ctx.parent(2)
             usage = self._argument_usage(call, parent)
+            if usage == "device-call" and isinstance(ctx.parent(3), (cst.Comparison, cst.ComparisonTarget)):
+                return  # `x.device != torch.device("cuda")` only asks; constructing it is silent
             if usage == "device-call":
                 self._report_device_call(literal, call)
             elif usage == "use":
