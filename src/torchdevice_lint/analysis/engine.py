@@ -1,182 +1,29 @@
-"""The engine: pre-filter -> one LibCST parse -> every enabled rule in one batched pass ->
-suppressions -> findings with positions.
+"""The engine: first stage (CPython's ``ast``: syntax, candidates) -> one LibCST parse -> every
+enabled rule in one batched pass -> suppressions -> findings with positions.
 
-The pass is a single ``CSTVisitor`` that keeps the shared context (imports, scopes, guards, the
-ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>`` and
-``leave_<Node>`` handlers, looked up once per rule class rather than per node.
+This module imports no LibCST: a file the first stage rules out (``prefilter.py``) is checked
+without it, and ``batched.py`` (the LibCST half) is imported for the first file that needs it.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
-import libcst as cst
-
-from . import guards
-from .context import Analysis, FileContext, RawFinding
 from .findings import FileError, FileResult, Finding, Location
-from .fixer import fix_info
-from .positions import node_positions
+from .prefilter import Unparsable, parse_facts
 from .registry import all_rules
 from .rule import Rule
 from .settings import Settings
-from .syntax import dotted_name
-from .walk import TRIVIA_TYPES, walk
 
-NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
+if TYPE_CHECKING:
+    import ast
+
+    import libcst as cst
+
+    from .context import Analysis, RawFinding
+
 FILE_NOQA = re.compile(r"^#\s*(?:torchdevice-lint|flake8|ruff)\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
-
-_SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-
-
-def _handlers(rule_class: Type[Rule], prefix: str) -> Dict[type, str]:
-    found = {}
-    for attribute in dir(rule_class):
-        if attribute.startswith(prefix):
-            node_type = getattr(cst, attribute[len(prefix):], None)
-            if isinstance(node_type, type) and issubclass(node_type, cst.CSTNode):
-                found[node_type] = attribute
-    return found
-
-
-class _BatchedPass(cst.CSTVisitor):
-    def __init__(self, ctx: FileContext, rules: Sequence[Rule]) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.visitors: Dict[type, list] = defaultdict(list)
-        self.leavers: Dict[type, list] = defaultdict(list)
-        for rule in rules:
-            for node_type, attribute in _handlers(type(rule), "visit_").items():
-                self.visitors[node_type].append(getattr(rule, attribute))
-            for node_type, attribute in _handlers(type(rule), "leave_").items():
-                self.leavers[node_type].append(getattr(rule, attribute))
-        #: id(node) -> how many guards cover the subtree rooted at that node.
-        self.guard_roots: Dict[int, int] = {}
-        #: Whitespace and punctuation subtrees that no handler looks at are not walked.
-        self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
-
-    def _guard(self, node: Optional[cst.CSTNode]) -> None:
-        if node is not None:
-            self.guard_roots[id(node)] = self.guard_roots.get(id(node), 0) + 1
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        ctx = self.ctx
-        ctx.stack.append(node)
-        covered = self.guard_roots.get(id(node))
-        if covered:
-            ctx.guard_depth += covered
-        node_type = type(node)
-        hook = _CONTEXT_HOOKS.get(node_type)
-        if hook is not None:
-            hook(self, node)
-        for handler in self.visitors.get(node_type, ()):
-            handler(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        ctx = self.ctx
-        node_type = type(original_node)
-        for handler in self.leavers.get(node_type, ()):
-            handler(original_node)
-        if node_type in _SCOPE_TYPES:
-            ctx.scopes.pop()
-        covered = self.guard_roots.get(id(original_node))
-        if covered:
-            ctx.guard_depth -= covered
-        ctx.stack.pop()
-
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        return None
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        return None
-
-    # -- context hooks --------------------------------------------------------------------
-    def _import(self, node: cst.CSTNode) -> None:
-        self.ctx.add_import(node)
-
-    def _scope(self, node: cst.CSTNode) -> None:
-        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
-        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
-        self.ctx.scopes.append(node)
-        name = getattr(node, "name", None)
-        if name is not None and guards.names_cuda(name.value):
-            self._guard(node.body)
-            return
-        decorators = getattr(node, "decorators", ())
-        if any(self._decorator_guards(d.decorator) for d in decorators):
-            self._guard(node.body)
-
-    def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
-        target = decorator.func if isinstance(decorator, cst.Call) else decorator
-        name = (dotted_name(target) or "").lower()
-        last = name.rsplit(".", 1)[-1]
-        if guards.names_cuda(last):
-            return True
-        if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
-            sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
-            return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
-        return False
-
-    def _if(self, node: cst.If) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
-        if sign == guards.POSITIVE:
-            self._guard(node.body)
-        elif sign == guards.NEGATIVE:
-            self._guard(node.orelse)
-
-    def _if_exp(self, node: cst.IfExp) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
-        if sign == guards.POSITIVE:
-            self._guard(node.body)
-        elif sign == guards.NEGATIVE:
-            self._guard(node.orelse)
-
-    def _boolean(self, node: cst.BooleanOperation) -> None:
-        sign = guards.classify(node.left, self.ctx.qualname)
-        if sign == (guards.POSITIVE if isinstance(node.operator, cst.And) else guards.NEGATIVE):
-            self._guard(node.right)
-
-    def _block(self, node: cst.CSTNode) -> None:
-        """Statements after ``if not cuda: return`` or ``assert cuda_available`` are guarded."""
-        body = node.body
-        if not isinstance(body, (list, tuple)):
-            return
-        qualname = self.ctx.qualname
-        for index, statement in enumerate(body):
-            exits = False
-            if type(statement) is cst.If and statement.orelse is None:
-                exits = guards.terminates(statement.body) and (
-                    guards.classify(statement.test, qualname) == guards.NEGATIVE
-                )
-            elif type(statement) is cst.SimpleStatementLine:
-                exits = any(
-                    type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
-                    for small in statement.body
-                )
-            if exits:
-                for later in body[index + 1:]:
-                    self._guard(later)
-                return
-
-
-_CONTEXT_HOOKS = {
-    cst.Import: _BatchedPass._import,
-    cst.ImportFrom: _BatchedPass._import,
-    cst.FunctionDef: _BatchedPass._scope,
-    cst.ClassDef: _BatchedPass._scope,
-    cst.Lambda: _BatchedPass._scope,
-    cst.If: _BatchedPass._if,
-    cst.IfExp: _BatchedPass._if_exp,
-    cst.BooleanOperation: _BatchedPass._boolean,
-    cst.IndentedBlock: _BatchedPass._block,
-    cst.Module: _BatchedPass._block,
-}
 
 
 class Engine:
@@ -185,41 +32,37 @@ class Engine:
         candidates = all_rules() if rules is None else rules
         self.rules = [r for r in candidates if self.settings.is_enabled(r.code, r.default_enabled)]
 
-    def rules_for(self, path: str, source: str) -> List[Type[Rule]]:
-        """Rules enabled for this path whose trigger words occur in the text (the pre-filter)."""
+    def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
+        """Rules enabled for this path whose triggers the file contains (the first stage).
+        Raises ``Unparsable`` when CPython cannot parse the file; ``tree`` is its ``ast`` if
+        the caller has one."""
+        facts = parse_facts(source, tree)
         extra_ignores = self.settings.ignores_for(path) if self.settings.per_file_ignores else ()
         selected = []
         for rule in self.rules:
             if extra_ignores and not self.settings.is_enabled(rule.code, rule.default_enabled, extra_ignores):
                 continue
-            if any(trigger in source for trigger in rule.triggers):
+            if rule.triggers.matches(facts):
                 selected.append(rule)
         return selected
 
-    def analyze(self, path: str, source: str, module: Optional[cst.Module] = None) -> Optional[Analysis]:
-        """Run the pass; None when the pre-filter rules the file out. Raises ParserSyntaxError."""
-        rule_classes = self.rules_for(path, source)
+    def analyze(
+        self, path: str, source: str, module: Optional["cst.Module"] = None, tree: Optional["ast.AST"] = None
+    ) -> Optional["Analysis"]:
+        """Run the rules; None when no enabled rule can fire on the file. Raises ``Unparsable``."""
+        rule_classes = self.rules_for(path, source, tree)
         if not rule_classes or FILE_NOQA.search(source):
             return None
-        if module is None:
-            module = cst.parse_module(source)
-        ctx = FileContext(path, source, module, self.settings)
-        rules = [rule_class(ctx) for rule_class in rule_classes]
-        batched_pass = _BatchedPass(ctx, rules)
-        walk(module, batched_pass, skip=batched_pass.skipped_types)
-        positions: dict = {}
-        findings = ctx.findings
-        if findings:
-            positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
-            findings = _unsuppressed(findings, positions, source)
-        return Analysis(module, ctx, findings, positions)
+        from .batched import analyze_module  # LibCST, for the files that need it
 
-    def check_source(self, path: str, source: str, with_edits: bool = False) -> FileResult:
+        return analyze_module(path, source, rule_classes, self.settings, module)
+
+    def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:
         result = FileResult(filename=path)
         try:
-            analysis = self.analyze(path, source)
-        except cst.ParserSyntaxError as error:
-            result.error = FileError(path, syntax_error_message(source, error))
+            analysis = self.analyze(path, source, tree=tree)
+        except Unparsable as error:
+            result.error = FileError(path, str(error))
             return result
         except RecursionError:
             result.error = FileError(path, "file is nested too deeply to analyse")
@@ -231,20 +74,7 @@ class Engine:
         return result
 
 
-def syntax_error_message(source: str, error: cst.ParserSyntaxError) -> str:
-    """One line naming where the file stops being Python. Python's own parser words and
-    places syntax errors better than LibCST's, so it is asked on this (rare) path."""
-    try:
-        compile(source, "<checked>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
-    except SyntaxError as python_error:
-        return f"syntax error at {python_error.lineno}:{python_error.offset or 1}: {python_error.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    detail = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
-    return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
-
-
-def node_span(positions: dict, node: cst.CSTNode) -> Tuple[Location, Location]:
+def node_span(positions: dict, node: "cst.CSTNode") -> Tuple[Location, Location]:
     code_range = positions[node]
     return (
         Location(code_range.start.line, code_range.start.column + 1),
@@ -252,7 +82,9 @@ def node_span(positions: dict, node: cst.CSTNode) -> Tuple[Location, Location]:
     )
 
 
-def to_finding(path: str, raw: RawFinding, analysis: Analysis, with_edits: bool) -> Finding:
+def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: bool) -> Finding:
+    from .fixer import fix_info  # LibCST: a finding exists only once the file was parsed
+
     start, end = node_span(analysis.positions, raw.node)
     return Finding(
         code=raw.rule.code,
@@ -263,26 +95,3 @@ def to_finding(path: str, raw: RawFinding, analysis: Analysis, with_edits: bool)
         end_location=end,
         fix=fix_info(raw, analysis, with_edits) if raw.fix else None,
     )
-
-
-def _unsuppressed(findings: List[RawFinding], positions: dict, source: str) -> List[RawFinding]:
-    lines = source.splitlines()
-    kept = []
-    for raw in findings:
-        code_range = positions[raw.node]
-        rows = {code_range.start.line, code_range.end.line}
-        if not any(_noqa_covers(lines, row, raw.rule.code) for row in rows):
-            kept.append(raw)
-    return kept
-
-
-def _noqa_covers(lines: List[str], row: int, code: str) -> bool:
-    if row - 1 >= len(lines) or "noqa" not in lines[row - 1].lower():
-        return False
-    match = NOQA.search(lines[row - 1])
-    if match is None:
-        return False
-    codes = match.group("codes")
-    if not codes:
-        return True
-    return any(code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c)

@@ -14,7 +14,7 @@ import libcst as cst
 
 from .context import Analysis, RawFinding, binds_unconditionally
 from .findings import Edit, FixInfo, Location
-from .fixes import Applicability, ImportSpec
+from .fixes import Applicability, FixError, ImportSpec
 from .syntax import import_aliases
 
 MAX_PASSES = 6
@@ -25,10 +25,6 @@ class Analyzer(Protocol):
     the engine (which asks the fixer to describe fixes) and the fixer do not import each other."""
 
     def analyze(self, path: str, source: str) -> Optional[Analysis]: ...
-
-
-class FixError(Exception):
-    """A fix would have produced code that does not parse or compile; nothing is written."""
 
 
 class UnreproducibleSource(FixError):
@@ -199,7 +195,7 @@ def fix_source(
 ) -> FixOutcome:
     """Fix until no applicable fix is left; ``outcome.source`` is ``source`` itself when nothing
     was applied. ``on_pass(analysis, chosen, updated)`` sees each pass (the reliability check
-    uses it). Raises ParserSyntaxError for an unparsable input and FixError for a bad fix."""
+    uses it). Raises Unparsable for an unparsable input and FixError for a bad fix."""
     outcome = FixOutcome(source=source)
     current = source
     analysis = engine.analyze(path, current)

@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     import libcst as cst
 
 
+class FixError(Exception):
+    """A fix would have produced code that does not parse or compile; nothing is written."""
+
+
 class Applicability(str, enum.Enum):
     """ruff's three fix safety levels."""
 

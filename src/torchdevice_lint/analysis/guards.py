@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-import libcst as cst
-
+from .lazycst import cst
 from .syntax import last_name, string_value
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
@@ -24,7 +23,7 @@ AVAILABILITY_CALLS = {
     "torch.cuda.is_initialized",
 }
 
-QualName = Callable[[cst.BaseExpression], Optional[str]]
+QualName = Callable[["cst.BaseExpression"], Optional[str]]
 
 
 def names_cuda(name: str) -> bool:

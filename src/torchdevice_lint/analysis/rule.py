@@ -1,7 +1,8 @@
 """Rule base class and the examples every rule carries.
 
 A rule is a small class: metadata (code, name, message, fix title, fix safety), its own valid and
-invalid examples, the words that must appear in a file for it to fire (the engine's pre-filter),
+invalid examples, what a file must contain for it to fire (``triggers``, checked by the first
+stage in ``prefilter.py`` before LibCST parses anything),
 and ``visit_<Node>``/``leave_<Node>`` handlers called by the engine's single batched pass. One
 instance is created per checked file, so a rule may keep per-file state on ``self``.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
-import libcst as cst
-
 from .fixes import Applicability, Fix
+from .prefilter import EVERY_FILE, Trigger
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from .context import FileContext
 
 
@@ -53,8 +55,8 @@ class Rule:
     fix_safety_note: ClassVar[str] = ""
     #: Opt-in rules (TDV9xx) run only when selected explicitly.
     default_enabled: ClassVar[bool] = True
-    #: The pre-filter: a file containing none of these substrings cannot trigger the rule.
-    triggers: ClassVar[Sequence[str]] = ()
+    #: What a file must contain for the rule to fire (sound: tests/test_prefilter.py).
+    triggers: ClassVar[Trigger] = EVERY_FILE
     valid: ClassVar[Sequence[Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()
 

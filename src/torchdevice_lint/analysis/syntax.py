@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-import libcst as cst
+from .lazycst import cst
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:
@@ -72,7 +72,4 @@ def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
 
 def source_of(node: cst.CSTNode) -> str:
     """The code of one node, for messages."""
-    return _EMPTY_MODULE.code_for_node(node)
-
-
-_EMPTY_MODULE = cst.Module([])
+    return cst.Module([]).code_for_node(node)

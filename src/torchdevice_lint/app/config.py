@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from dataclasses import replace
@@ -85,11 +86,9 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
 
 
 def _check_expression(code: str, source: str) -> None:
-    import libcst as cst
-
     try:
-        cst.parse_expression(code)
-    except cst.ParserSyntaxError:
+        compile(code, "<device-expression>", "eval", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
         raise ConfigError(f"{source}: device-expression is not a Python expression: {code!r}") from None
 
 

@@ -13,11 +13,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-import libcst as cst
-
-from ..analysis.engine import Engine, syntax_error_message, to_finding
+from ..analysis.engine import Engine, to_finding
 from ..analysis.findings import FileError, FileResult
-from ..analysis.fixer import FixError, fix_source
+from ..analysis.fixes import FixError
+from ..analysis.prefilter import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.
@@ -117,6 +116,8 @@ def fix_file(
 
 
 def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFile]) -> FixResult:
+    from ..analysis.fixer import fix_source  # LibCST: fixing always parses
+
     result = FixResult(path)
     try:
         source = source or read_source(path)
@@ -127,8 +128,8 @@ def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFi
     except SourceError as error:
         result.error = _source_error(path, error)
         return result
-    except cst.ParserSyntaxError as error:
-        result.error = FileError(path, syntax_error_message(source.text, error))
+    except Unparsable as error:
+        result.error = FileError(path, str(error))
         return result
     except FixError as error:
         result.error = FileError(path, str(error))

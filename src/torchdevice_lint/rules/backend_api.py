@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
 from ..analysis.fixes import Applicability, ImportSpec
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from .common import display_only, fresh_args, guard_statement_fix, keyword_arg
 
@@ -55,7 +55,7 @@ class UnguardedCudaApi(Rule):
         "keeps CUDA machines unchanged. A call whose value is used (an assignment, an argument, "
         "a `with` item) gets a suggestion only."
     )
-    triggers = ("cuda",)
+    triggers = Triggers(names=[f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS])
     valid = (
         Valid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
         Valid("import torch\ntorch.cuda.empty_cache()\ntorch.cuda.manual_seed(0)\n"),
@@ -133,7 +133,7 @@ class CudaAmpApi(Rule):
         "which behave exactly like the deprecated calls on every device. `torch.amp.GradScaler` "
         "needs torch 2.3 (`target-torch-version`); below that the fix is a suggestion only."
     )
-    triggers = ("amp",)
+    triggers = Triggers(names=[f"torch.cuda.amp.{leaf}" for leaf in AMP_REPLACEMENTS])
     valid = (
         Valid('import torch\nwith torch.amp.autocast("cuda"):\n    pass\n'),
         Valid('import torch\nscaler = torch.amp.GradScaler("cuda")\n'),

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import libcst as cst
-
-from ..analysis.context import FileContext
 from ..analysis.fixes import Applicability, Fix
+from ..analysis.lazycst import cst
 from ..analysis.rule import Rule
 from ..analysis.syntax import string_value
+
+if TYPE_CHECKING:
+    from ..analysis.context import FileContext
 
 # dtype of each legacy typed tensor class, torch.cuda.FloatTensor and friends.
 LEGACY_TENSOR_DTYPES = {
@@ -24,6 +25,7 @@ LEGACY_TENSOR_DTYPES = {
     "ByteTensor": "uint8",
     "BoolTensor": "bool",
 }
+CUDA_TENSOR_NAMES = tuple(f"torch.cuda.{leaf}" for leaf in LEGACY_TENSOR_DTYPES)
 
 
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:

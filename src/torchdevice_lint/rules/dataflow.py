@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-import libcst as cst
-
 from ..analysis.fixes import Applicability, Fix
 from ..analysis.inference import Mix, Place, infer, value_at
+from ..analysis.inference.shape import MODULE_BASE_ENDINGS
+from ..analysis.inference.vocabulary import TORCH_CPU_SOURCES
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import display_only, keyword, keyword_arg
@@ -16,6 +18,17 @@ from .common import display_only, keyword, keyword_arg
 
 def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
     return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)))
+
+
+# What the inference must see before it can report anything (analysis/prefilter.py): a value on
+# a device comes from `.cuda()`, `.to(...)` or `device=`; one on the module's device from a
+# module class (forward's inputs, parameters, buffers, submodules); a CPU tensor from a torch
+# factory, `.cpu()`, `.to(...)` or `device=`; a CPU module from `torch.nn` or a module class.
+_ON_DEVICE = Triggers(calls=("cuda", "to"), keywords="device")
+_MODULE_CLASS = Triggers(names="forward", bases=[ending.rsplit(".", 1)[-1] for ending in MODULE_BASE_ENDINGS])
+_CPU_TENSOR = Triggers(names=[f"torch.{leaf}" for leaf in TORCH_CPU_SOURCES], calls=("cpu", "to"), keywords="device")
+_CPU_MODULE = Triggers(names="torch.nn") | _MODULE_CLASS
+_MIXES = (_ON_DEVICE & (_CPU_TENSOR | _CPU_MODULE)) | (_MODULE_CLASS & _CPU_TENSOR)
 
 
 def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
@@ -44,7 +57,7 @@ class NumpyOnDeviceTensor(Rule):
         "`.detach()` is inserted too unless the tensor is known not to require grad (made by a "
         "factory, detached, or computed under `torch.no_grad()`); the array is the same."
     )
-    triggers = (".numpy(",)
+    triggers = Triggers(calls="numpy") & _ON_DEVICE
     valid = (
         Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.cpu().numpy())\n"),
         Valid(
@@ -195,7 +208,7 @@ class MixedDeviceOperation(Rule):
         "from a factory in reach (`torch.from_numpy`, `.cpu()`, a plain attribute set in "
         "`__init__`) the fix is a suggestion only."
     )
-    triggers = ("cuda", ".to(", "device", "forward", "Tensor")
+    triggers = _MIXES
     valid = (
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
@@ -353,7 +366,7 @@ class FactoryWithoutDevice(Rule):
         "because the tensor then lives on that device everywhere it is used. For a constant, "
         "registering it once in `__init__` with `self.register_buffer(...)` is often better."
     )
-    triggers = ("forward", "Tensor")
+    triggers = _MIXES
     valid = (
         Valid(
             "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-import libcst as cst
-
 from ..analysis.fixes import Applicability, ImportSpec
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from .backend_api import RAISING_CUDA_CALLS
 from .common import display_only, keyword, method_name
@@ -92,7 +92,7 @@ class CudaApiWithAcceleratorEquivalent(Rule):
         "`torch.accelerator` functions take positional ones) also leave a suggestion only. "
         "Unguarded calls that raise on CPU are reported by TDV301 first when it is enabled."
     )
-    triggers = ("cuda",)
+    triggers = Triggers(names=[f"torch.cuda.{leaf}" for leaf in ACCELERATOR_EQUIVALENTS])
     valid = (
         Valid("import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"),
         Valid("import torch\ntorch.cuda.manual_seed_all(0)\ntorch.cuda.FloatTensor\n"),
@@ -254,31 +254,24 @@ def _picks_cuda(selection: cst.IfExp) -> bool:
     return _is_device_literal(selection.body, "cuda") and _is_device_literal(selection.orelse, "cpu")
 
 
-class _CudaNames(cst.CSTVisitor):
-    """Finds what ties code to CUDA beyond the calls this rule renames: a ``"cuda"`` literal,
-    ``.cuda()``, or a ``torch.cuda`` name without an accelerator equivalent."""
-
-    def __init__(self, qualname) -> None:
-        super().__init__()
-        self.qualname = qualname
-        self.found = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        self.found = self.found or _is_device_literal(node, "cuda")
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        name = self.qualname(node)
-        if name is not None and name.startswith("torch.cuda."):
-            self.found = self.found or name[len("torch.cuda."):] not in ACCELERATOR_EQUIVALENTS
-            return False
-        self.found = self.found or node.attr.value == "cuda"
-        return True
-
-
 def _names_cuda(selection: cst.CSTNode, qualname) -> bool:
-    finder = _CudaNames(qualname)
-    selection.visit(finder)
-    return finder.found
+    """Whether code ties itself to CUDA beyond the calls this rule renames: a ``"cuda"``
+    literal, ``.cuda()``, or a ``torch.cuda`` name without an accelerator equivalent."""
+    pending = [selection]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, cst.SimpleString) and _is_device_literal(node, "cuda"):
+            return True
+        if isinstance(node, cst.Attribute):
+            name = qualname(node)
+            if name is not None and name.startswith("torch.cuda."):
+                if name[len("torch.cuda."):] not in ACCELERATOR_EQUIVALENTS:
+                    return True
+                continue
+            if node.attr.value == "cuda":
+                return True
+        pending.extend(node.children)
+    return False
 
 
 class PinMemoryWithoutGuard(Rule):
@@ -300,7 +293,7 @@ class PinMemoryWithoutGuard(Rule):
         "`pin_memory=True` becomes `pin_memory=torch.cuda.is_available()`, and `x.pin_memory()` on a "
         "name becomes `x.pin_memory() if torch.cuda.is_available() else x`: unchanged with CUDA."
     )
-    triggers = ("pin_memory",)
+    triggers = Triggers(keywords="pin_memory", calls="pin_memory")
     valid = (
         Valid("from torch.utils.data import DataLoader\nimport torch\nloader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n"),
         Valid("from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=args.pin_memory)\n"),
@@ -382,7 +375,7 @@ class DeviceSyncInLoop(Rule):
         "which is why it goes unnoticed until the code runs on a GPU."
     )
     fix_safety_note = "Accumulate on the device (`total += loss.detach()`) and convert once after the loop."
-    triggers = (".item(", ".cpu(", ".tolist(")
+    triggers = Triggers(calls=SYNCING_METHODS)
     valid = (
         Valid("total = 0.0\nfor batch in loader:\n    total += loss_fn(batch).detach()\nprint(total.item())\n"),
         Valid("for step, batch in enumerate(loader):\n    if step % 100 == 0:\n        print(loss.item())\n"),
@@ -438,7 +431,7 @@ class DataParallelUse(Rule):
         "On a CPU-only machine it silently does nothing, so tests never exercise it."
     )
     fix_safety_note = "Moving to `DistributedDataParallel` changes how the program is launched; no automatic fix."
-    triggers = ("DataParallel",)
+    triggers = Triggers(names=DATA_PARALLEL)
     valid = (
         Valid("import torch\nmodel = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])\n"),
         Valid("import torch.nn as nn\nif isinstance(model, nn.DataParallel):\n    model = model.module\n"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-import libcst as cst
-
 from ..analysis.fixes import Applicability
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import last_name, source_of, string_value
 from .common import (
@@ -39,7 +39,7 @@ class CudaMethodCall(Rule):
         "The fix moves to the `device` in scope (or the input's device inside `forward`, or a "
         "module-level `device` it defines), which may differ from the CUDA device `.cuda(N)` named."
     )
-    triggers = ("cuda",)
+    triggers = Triggers(calls="cuda")
     valid = (
         Valid("import torch\nx = torch.ones(2)\nif torch.cuda.is_available():\n    x = x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda() if torch.cuda.is_available() else x\n"),
@@ -164,7 +164,7 @@ class HardcodedCudaDevice(Rule):
         'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
         'else "cpu"`. Either may pick another GPU than `"cuda:N"` named.'
     )
-    triggers = ("cuda",)
+    triggers = Triggers(strings="cuda")
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
@@ -331,7 +331,7 @@ class CudaDefaultDevice(Rule):
         "tensors; on a CPU-only machine the call itself or the first factory raises."
     )
     fix_safety_note = "The fix wraps the call in `if torch.cuda.is_available():`; CUDA machines behave as before."
-    triggers = ("set_default_",)
+    triggers = Triggers(names=("torch.set_default_tensor_type", "torch.set_default_device"))
     valid = (
         Valid("import torch\ntorch.set_default_tensor_type(torch.FloatTensor)\n"),
         Valid('import torch\nif torch.cuda.is_available():\n    torch.set_default_device("cuda")\n'),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
 from ..analysis.fixes import Applicability
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import keyword, keyword_arg, positional
@@ -29,7 +29,7 @@ class LoadWithoutMapLocation(Rule):
         'dict such as `{"cuda:0": "cpu"}` that misses checkpoints tagged `cuda:1`. Loading to the '
         "CPU first is what `load_state_dict` needs on every device."
     )
-    triggers = ("load",)
+    triggers = Triggers(names=LOADERS)
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid('import torch\nstate = torch.load("model.pt", device)\n'),

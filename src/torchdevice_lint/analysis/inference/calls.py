@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-import libcst as cst
-
 from .. import guards
+from ..lazycst import cst
 from ..syntax import dotted_name, last_name
 from .statements import is_false_literal
 from .values import ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-import libcst as cst
-
+from ..lazycst import cst
 from ..syntax import dotted_name
 from .values import LIST, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Place, Rank, Value, join_values
 from .vocabulary import (
@@ -65,13 +64,13 @@ class ExpressionWalk:
             right = self.expr(node.right, env)
             if isinstance(node.operator, cst.MatrixMultiply):
                 return self.combine(node, [(left, node.left), (right, node.right)], Rank.UNKNOWN)
-            if isinstance(node.operator, OPERATORS):
+            if type(node.operator).__name__ in OPERATORS:
                 return self.combine(node, [(left, node.left), (right, node.right)])
             return None
         if isinstance(node, cst.Comparison):
             left = self.expr(node.left, env)
             values = [self.expr(target.comparator, env) for target in node.comparisons]
-            if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, COMPARISONS):
+            if len(node.comparisons) == 1 and type(node.comparisons[0].operator).__name__ in COMPARISONS:
                 comparator = node.comparisons[0].comparator
                 return self.combine(node, [(left, node.left), (values[0], comparator)])
             return PYTHON

@@ -17,11 +17,9 @@ three rules.
 from __future__ import annotations
 
 import weakref
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
-import libcst as cst
-
-from ..context import FileContext
+from ..lazycst import cst
 from ..syntax import last_name, source_of
 from .calls import CallWalk
 from .expressions import ExpressionWalk
@@ -29,6 +27,9 @@ from .shape import ShapeWalker, block_statements
 from .statements import StatementWalk
 from .values import PYTHON, PYTHON_SCALAR, ClassFacts, Env, FileInference, Place, Scope, Value, join_envs
 from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, literal_string, place_of_device_string
+
+if TYPE_CHECKING:
+    from ..context import FileContext
 
 
 class FunctionWalk(StatementWalk, ExpressionWalk, CallWalk):

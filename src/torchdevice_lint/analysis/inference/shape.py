@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import libcst as cst
-
+from ..lazycst import cst
 from ..syntax import dotted_name, last_name
 from .vocabulary import MOVING_METHODS, literal_string
 
@@ -87,9 +86,12 @@ def attribute_targets(target: cst.BaseExpression) -> Iterable[str]:
         yield from attribute_targets(target.value)
 
 
+#: How the dotted name of an ``nn.Module`` subclass's base ends.
+MODULE_BASE_ENDINGS = ("Module", "nn.Sequential", "ModuleList", "ModuleDict")
+
+
 def looks_like_module_base(base: cst.BaseExpression) -> bool:
-    name = dotted_name(base) or ""
-    return name.endswith("Module") or name.endswith(("nn.Sequential", "ModuleList", "ModuleDict"))
+    return (dotted_name(base) or "").endswith(MODULE_BASE_ENDINGS)
 
 
 def block_statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
-import libcst as cst
-
-from ..context import BindingCollector
+from ..lazycst import cst
 from ..syntax import dotted_name, import_aliases, last_name
 from .shape import block_statements
 from .values import MAX_LOOP_PASSES, ON_DEVICE, Env, Place, Rank, Scope, Value, element_of, join_envs
@@ -73,6 +71,8 @@ class StatementWalk:
         return self.forget_bindings(statement, env)
 
     def forget_bindings(self, statement: cst.CSTNode, env: Env) -> Env:
+        from ..context import BindingCollector  # a LibCST visitor: imported once LibCST is
+
         collector = BindingCollector(statement)
         statement.visit(collector)
         for name in collector.names:
@@ -90,7 +90,7 @@ class StatementWalk:
         elif isinstance(small, cst.AugAssign):
             current = self.expr(small.target, env)
             value = self.expr(small.value, env)
-            if isinstance(small.operator, AUG_OPERATORS):
+            if type(small.operator).__name__ in AUG_OPERATORS:
                 matmul = isinstance(small.operator, cst.MatrixMultiplyAssign)
                 result = self.combine(small, [(current, small.target), (value, small.value)], Rank.UNKNOWN if matmul else None)
                 if current is not None and current.place == Place.CPU and current.rank == Rank.ARRAY and value is not None and value.place in ON_DEVICE:

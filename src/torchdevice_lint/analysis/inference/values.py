@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-import libcst as cst
+from ..lazycst import cst
 
 MAX_LOOP_PASSES = 3
 

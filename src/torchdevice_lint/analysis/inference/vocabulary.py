@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-import libcst as cst
-
+from ..lazycst import cst
 from .values import Place, Rank
 
 # -- vocabulary -------------------------------------------------------------------------------
@@ -19,6 +18,10 @@ LEGACY_CPU_CONSTRUCTORS = {
 }
 LIKE_FACTORIES = {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"}
 NEW_FACTORIES = {"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"}
+#: ``torch.<name>`` calls that make a tensor on the CPU unless given ``device=``.
+TORCH_CPU_SOURCES = (
+    SIZE_FACTORIES | ARRAY_FACTORIES | DATA_FACTORIES | LEGACY_CPU_CONSTRUCTORS | LIKE_FACTORIES | {"randint", "from_numpy"}
+)
 
 #: torch functions whose tensor arguments must share a device; the first group takes a list.
 LIST_COMBINERS = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"}
@@ -68,15 +71,16 @@ DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 MOVING_METHODS = {"to", "cuda", "cpu"}
 #: Class methods that change how ``.to()`` treats attributes.
 MOVE_OVERRIDES = {"_apply", "to", "cuda", "cpu", "_load_from_state_dict"}
-OPERATORS = (
-    cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power,
-    cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
-)
-AUG_OPERATORS = (
-    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.FloorDivideAssign,
-    cst.ModuloAssign, cst.PowerAssign, cst.BitAndAssign, cst.BitOrAssign, cst.BitXorAssign,
-    cst.MatrixMultiplyAssign,
-)
+#: LibCST operator node names (names, not classes: this module is imported before LibCST is).
+OPERATORS = {
+    "Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power",
+    "BitAnd", "BitOr", "BitXor", "LeftShift", "RightShift",
+}
+AUG_OPERATORS = {
+    "AddAssign", "SubtractAssign", "MultiplyAssign", "DivideAssign", "FloorDivideAssign",
+    "ModuloAssign", "PowerAssign", "BitAndAssign", "BitOrAssign", "BitXorAssign",
+    "MatrixMultiplyAssign",
+}
 FUNCTIONAL_TENSOR_KEYWORDS = {"weight", "bias", "target", "pos_weight"}
 RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
 SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
@@ -87,7 +91,7 @@ KEEPING_METHODS = (
     MOVING_METHODS | MODULE_KEEPING_METHODS | PYTHON_METHODS | ELEMENTWISE_UNARY | ARRAY_SHAPING
     | SAME_DEVICE_OTHER | TENSOR_METHOD_COMBINERS | NEW_FACTORIES | {"numpy", "type_as"}
 )
-COMPARISONS = (cst.LessThan, cst.GreaterThan, cst.LessThanEqual, cst.GreaterThanEqual, cst.Equal, cst.NotEqual)
+COMPARISONS = {"LessThan", "GreaterThan", "LessThanEqual", "GreaterThanEqual", "Equal", "NotEqual"}
 
 
 def keyword_argument(call: cst.Call, name: str) -> Optional[cst.Arg]:

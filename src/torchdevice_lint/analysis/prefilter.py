@@ -1,0 +1,173 @@
+"""The first stage: CPython's own parser decides, before LibCST is even imported, whether a
+file is Python and which rules could fire on it.
+
+LibCST's parse costs about ten times ``ast.parse`` and most files have no finding. Every file is
+parsed with ``compile(..., PyCF_ONLY_AST)``, which also words syntax errors the way Python does
+and refuses nesting LibCST cannot survive (1,500 nested brackets overflow LibCST's stack;
+CPython raises "too many nested parentheses" at 200). One walk of that tree collects the
+file's ``Facts``. Each rule declares ``triggers``: what a file must contain for the rule to
+fire, stated over those facts. A rule whose triggers are absent does not run, and a file no
+enabled rule can fire on is never parsed with LibCST.
+
+Triggers must over-approximate what a rule's visitors can report: tests/test_prefilter.py
+checks every rule example and the real files with findings.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import FrozenSet, Iterable, Set, Tuple
+
+_ONLY_AST = ast.PyCF_ONLY_AST
+
+
+class Unparsable(Exception):
+    """The file is not Python this interpreter can parse; the message is one line."""
+
+
+@dataclass
+class Facts:
+    """What one walk of a file's ``ast`` found."""
+
+    #: Every identifier: names, attributes, parts of imported dotted names, definitions.
+    identifiers: Set[str] = field(default_factory=set)
+    #: The last name of every called expression: ``cuda`` for ``x.cuda()``, ``load`` for ``load(p)``.
+    calls: Set[str] = field(default_factory=set)
+    #: Keyword argument names of every call.
+    keywords: Set[str] = field(default_factory=set)
+    #: Every ``str`` constant, including the literal parts of f-strings.
+    strings: Set[str] = field(default_factory=set)
+    #: The last name of every class base.
+    bases: Set[str] = field(default_factory=set)
+
+
+def parse_facts(source: str, tree: ast.AST = None) -> Facts:
+    """The file's facts; raises ``Unparsable`` when CPython cannot parse it. ``tree`` is a
+    tree already parsed from ``source`` (flake8 hands one over)."""
+    if tree is None:
+        try:
+            tree = compile(source, "<checked>", "exec", _ONLY_AST, dont_inherit=True)
+        except SyntaxError as error:
+            raise Unparsable(f"syntax error at {error.lineno or 1}:{error.offset or 1}: {error.msg}") from None
+        except (RecursionError, MemoryError):
+            raise Unparsable("file is nested too deeply to analyse") from None
+        except ValueError as error:  # null bytes
+            raise Unparsable(f"syntax error at 1:1: {error}") from None
+    return _collect(tree)
+
+
+def _collect(tree: ast.AST) -> Facts:
+    facts = Facts()
+    identifiers, calls, keywords, strings, bases = (
+        facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
+    )
+    Name, Attribute, Call, Constant = ast.Name, ast.Attribute, ast.Call, ast.Constant
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is Name:
+            identifiers.add(node.id)
+        elif kind is Attribute:
+            identifiers.add(node.attr)
+        elif kind is Constant:
+            if type(node.value) is str:
+                strings.add(node.value)
+        elif kind is Call:
+            func = node.func
+            if type(func) is Attribute:
+                calls.add(func.attr)
+            elif type(func) is Name:
+                calls.add(func.id)
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    keywords.add(keyword.arg)
+        elif kind is ast.alias:
+            identifiers.update(node.name.split("."))
+            if node.asname:
+                identifiers.add(node.asname)
+        elif kind is ast.ImportFrom:
+            if node.module:
+                identifiers.update(node.module.split("."))
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            identifiers.add(node.name)
+        elif kind is ast.ClassDef:
+            identifiers.add(node.name)
+            for base in node.bases:
+                if type(base) is Name:
+                    bases.add(base.id)
+                elif type(base) is Attribute:
+                    bases.add(base.attr)
+    return facts
+
+
+class Trigger:
+    """A condition on a file's facts; ``a & b`` and ``a | b`` combine them."""
+
+    def matches(self, facts: Facts) -> bool:
+        raise NotImplementedError
+
+    def __and__(self, other: "Trigger") -> "Trigger":
+        return _AllOf((self, other))
+
+    def __or__(self, other: "Trigger") -> "Trigger":
+        return _AnyOf((self, other))
+
+
+def _frozen(items: Iterable[str]) -> FrozenSet[str]:
+    return frozenset([items] if isinstance(items, str) else items)
+
+
+class Triggers(Trigger):
+    """Any one of these in a file is enough.
+
+    ``names``: dotted names a rule resolves through the file's imports
+    (``torch.cuda.synchronize``); every part must be an identifier of the file, which holds
+    for any alias (``from torch.cuda import synchronize as sync``).
+    ``calls``: a call whose function ends in this name (``.cuda(...)``).
+    ``keywords``: a call with this keyword argument.
+    ``strings``: a string literal (or an f-string's literal text) starting with this.
+    ``bases``: a class with a base whose last name ends with this.
+    """
+
+    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=()) -> None:
+        self.names = _frozen(names)
+        self.calls = _frozen(calls)
+        self.keywords = _frozen(keywords)
+        self.strings = tuple(sorted(_frozen(strings)))
+        self.bases = tuple(sorted(_frozen(bases)))
+        self._dotted = tuple(tuple(name.split(".")) for name in sorted(self.names))
+
+    def __repr__(self) -> str:
+        fields = ("names", "calls", "keywords", "strings", "bases")
+        shown = ", ".join(f"{name}={sorted(getattr(self, name))}" for name in fields if getattr(self, name))
+        return f"Triggers({shown})"
+
+    def matches(self, facts: Facts) -> bool:
+        identifiers = facts.identifiers
+        if any(all(part in identifiers for part in parts) for parts in self._dotted):
+            return True
+        if not self.calls.isdisjoint(facts.calls) or not self.keywords.isdisjoint(facts.keywords):
+            return True
+        if self.strings and any(text.startswith(self.strings) for text in facts.strings):
+            return True
+        return bool(self.bases) and any(base.endswith(self.bases) for base in facts.bases)
+
+
+@dataclass(frozen=True)
+class _AllOf(Trigger):
+    parts: Tuple[Trigger, ...]
+
+    def matches(self, facts: Facts) -> bool:
+        return all(part.matches(facts) for part in self.parts)
+
+
+@dataclass(frozen=True)
+class _AnyOf(Trigger):
+    parts: Tuple[Trigger, ...]
+
+    def matches(self, facts: Facts) -> bool:
+        return any(part.matches(facts) for part in self.parts)
+
+
+#: Matches every file: the default for a rule that declares nothing.
+EVERY_FILE: Trigger = _AllOf(())
