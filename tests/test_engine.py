@@ -113,9 +113,11 @@ def test_per_file_ignores():
     assert [f.code for f in engine.check_source("src/a.py", source).findings] == ["TDV301"]
 
 
-def test_pre_filter_skips_files_without_trigger_words():
-    result = Engine(Settings()).check_source("plain.py", "def f(:\n")  # not even parsed
-    assert result.error is None and not result.parsed
+def test_first_stage_skips_files_without_candidates_but_reports_their_syntax_errors():
+    plain = Engine(Settings()).check_source("plain.py", "def f(x):\n    return x.cuda_count\n")
+    assert plain.error is None and not plain.parsed  # LibCST never saw it
+    broken = Engine(Settings()).check_source("plain.py", "def f(:\n")
+    assert broken.error.message == "syntax error at 1:7: invalid syntax"
 
 
 def test_config_rejects_unknown_keys_and_bad_values():

@@ -1,5 +1,7 @@
 """The process pool: the same results, in the same order, with one process or two."""
 
+import concurrent.futures
+
 import pytest
 
 from torchdevice_lint.app import parallel
@@ -51,6 +53,6 @@ def test_few_files_stay_in_this_process(files, monkeypatch):
     def no_pool(*args, **kwargs):
         raise AssertionError("a pool was started")
 
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
     results = parallel.check_paths(Engine(), files[:2 * parallel.MIN_FILES_PER_WORKER - 1], jobs=2)
     assert [f.code for f in results[0].findings] == ["TDV101"]

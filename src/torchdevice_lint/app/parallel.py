@@ -8,9 +8,7 @@ single file or stdin never needs them. Results come back in the order of ``paths
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..analysis.engine import Engine
@@ -53,6 +51,8 @@ def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_ed
 
 def _pool_context():
     """fork where it exists: workers inherit the loaded rules instead of importing them again."""
+    import multiprocessing  # with the pool only: a run over a few files never starts one
+
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
@@ -104,6 +104,10 @@ def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
     largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
     batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..analysis import batched  # noqa: F401 - LibCST, imported once here, not in every forked worker
+
     with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine,)) as pool:
         futures = [pool.submit(_check_batch, batch, with_edits) for batch in batches]
         for future in futures:

@@ -44,7 +44,8 @@ ACCELERATOR_EQUIVALENTS = {
 }
 
 _TARGET_2_9 = {"target-torch-version": "2.9"}
-_SELECTION_TESTS = (cst.If, cst.IfExp, cst.While, cst.BooleanOperation)
+#: LibCST node names (this module is imported before LibCST is).
+_SELECTION_TESTS = {"If", "IfExp", "While", "BooleanOperation"}
 
 
 def _version_text(version: tuple) -> str:
@@ -212,7 +213,7 @@ class CudaApiWithAcceleratorEquivalent(Rule):
         selects still names CUDA (it would then run CUDA code on another accelerator)."""
         ctx = self.ctx
         selection = next(
-            (ctx.parent(depth) for depth in range(1, len(ctx.stack)) if isinstance(ctx.parent(depth), _SELECTION_TESTS)),
+            (ctx.parent(depth) for depth in range(1, len(ctx.stack)) if type(ctx.parent(depth)).__name__ in _SELECTION_TESTS),
             None,
         )
         if isinstance(selection, cst.IfExp) and selection.test is node and _picks_cuda(selection):
