@@ -30,7 +30,8 @@ class Plugin:
     _engine = Engine(Settings())
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
-        # flake8 requires the ``tree`` argument; the engine parses the text with LibCST itself.
+        # flake8's own ``ast`` is the engine's first stage: most files are never parsed again.
+        self.tree = tree
         self.filename = filename
         self.lines = lines
 
@@ -41,7 +42,7 @@ class Plugin:
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
-        result = self._engine.check_source(self.filename, source)
+        result = self._engine.check_source(self.filename, source, tree=self.tree)
         for finding in result.findings:
             yield (
                 finding.location.row,

@@ -1,0 +1,125 @@
+"""The first stage is sound: a rule it rules out for a file never has a finding there.
+
+Every rule runs on every rule example and on real files *without* the first stage; whatever it
+reports, its triggers must match that file's facts. The first stage also owns what CPython's
+parser decides: syntax errors for every file, and nesting that LibCST cannot survive.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from torchdevice_lint.analysis.batched import analyze_module
+from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.prefilter import Unparsable, parse_facts
+from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint.app.config import settings_from_table
+
+RULES = all_rules()
+REPO = Path(__file__).resolve().parents[1]
+REAL_CODE_ROOTS = [
+    Path(os.environ.get("TORCHDEVICE_REALCODE_ROOT", "/work/eval/repos")),
+    REPO / "bench" / "corpus",
+]
+
+
+def run_unfiltered(path: str, source: str, config: dict = None):
+    """(codes reported by the rules run without the first stage, those of them whose
+    triggers the file lacks)."""
+    settings = settings_from_table({"select": ["TDV"], **(config or {})})
+    facts = parse_facts(source)
+    analysis = analyze_module(path, source, RULES, settings)
+    reported = {raw.rule.code: type(raw.rule) for raw in analysis.ctx.findings}
+    return sorted(reported), sorted(code for code, rule in reported.items() if not rule.triggers.matches(facts))
+
+
+EXAMPLES = [
+    pytest.param(example, id=f"{rule.code}-{kind}-{index}")
+    for rule in RULES
+    for kind in ("valid", "invalid")
+    for index, example in enumerate(getattr(rule, kind))
+]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_rule_example_passes_the_first_stage_for_every_rule_that_reports_on_it(example):
+    reported, unmatched = run_unfiltered("example.py", example.code, example.config)
+    assert unmatched == []
+
+
+def test_invalid_examples_are_candidates_for_their_own_rule():
+    for rule in RULES:
+        for example in rule.invalid:
+            assert rule.triggers.matches(parse_facts(example.code)), (rule.code, example.code)
+
+
+def _real_files():
+    """The first checkout of real code that is present: the 26 projects of bench/realcode.py,
+    else the pinned corpus of bench/corpus.py."""
+    for root in REAL_CODE_ROOTS:
+        if root.is_dir():
+            return sorted(root.rglob("*.py"))
+    return []
+
+
+@pytest.mark.skipif(not _real_files(), reason="no real code checked out")
+def test_real_files_with_findings_pass_the_first_stage():
+    unsound, with_findings = {}, 0
+    for path in _real_files():
+        source = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            reported, unmatched = run_unfiltered(str(path), source)
+        except (Unparsable, RecursionError):
+            continue
+        with_findings += bool(reported)
+        if unmatched:
+            unsound[str(path)] = unmatched
+    assert unsound == {}
+    assert with_findings > 0
+
+
+def test_facts_see_through_import_aliases():
+    facts = parse_facts("from torch.cuda import synchronize as sync\nsync()\n")
+    [rule] = [r for r in RULES if r.code == "TDV301"]
+    assert rule.triggers.matches(facts)
+    assert not rule.triggers.matches(parse_facts("import numba\nnumba.synchronize()\n"))
+
+
+def test_a_file_no_rule_can_fire_on_is_not_parsed_with_libcst():
+    engine = Engine()
+    result = engine.check_source("plain.py", "import json\n\ndef load(path):\n    return json.load(open(path))\n")
+    assert result.error is None and not result.parsed
+
+
+def test_syntax_errors_are_reported_for_files_without_candidates():
+    result = Engine().check_source("plain.py", "def f(:\n    pass\n")
+    assert result.error.message == "syntax error at 1:7: invalid syntax"
+
+
+def run_cli(*args, cwd):
+    return subprocess.run(
+        [sys.executable, "-m", "torchdevice_lint.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_nesting_libcst_cannot_survive_is_a_clean_error(tmp_path):
+    # 1,500 nested brackets overflow LibCST's stack (a segfault); CPython refuses them first.
+    (tmp_path / "deep.py").write_text("import torch\nx = " + "[" * 1500 + "]" * 1500 + "\ny = x.cuda()\n")
+    result = run_cli("check", "--no-cache", "deep.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "deep.py: error: syntax error at 2:" in result.stderr
+    assert "too many nested parentheses" in result.stderr
+
+
+def test_checking_a_file_without_candidates_never_imports_libcst(tmp_path):
+    (tmp_path / "plain.py").write_text("import os\n\nprint(os.getcwd())\n")
+    probe = (
+        "import sys\nfrom torchdevice_lint import cli\n"
+        "code = cli.lint_main(['check', '--no-cache', 'plain.py'])\n"
+        "print(code, 'libcst' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.stdout.splitlines()[-1] == "0 False", result.stderr
