@@ -16,6 +16,7 @@ checks every rule example and the real files with findings.
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, Set, Tuple
 
@@ -47,7 +48,9 @@ def parse_facts(source: str, tree: ast.AST = None) -> Facts:
     tree already parsed from ``source`` (flake8 hands one over)."""
     if tree is None:
         try:
-            tree = compile(source, "<checked>", "exec", _ONLY_AST, dont_inherit=True)
+            with warnings.catch_warnings():  # the file's invalid escapes are not ours to report
+                warnings.simplefilter("ignore")
+                tree = compile(source, "<checked>", "exec", _ONLY_AST, dont_inherit=True)
         except SyntaxError as error:
             raise Unparsable(f"syntax error at {error.lineno or 1}:{error.offset or 1}: {error.msg}") from None
         except (RecursionError, MemoryError):
