@@ -23,6 +23,14 @@ from .sources import SourceChanged, SourceError, SourceFile, read_source, write_
 WRITE_ATTEMPTS = 3
 
 
+def fix_source(engine: Engine, path: str, text: str, unsafe: bool):
+    """``analysis.fixer.fix_source``, imported when the first file is fixed: it needs LibCST,
+    which a ``check`` of files without candidates never imports."""
+    from ..analysis.fixer import fix_source as fix
+
+    return fix(engine, path, text, unsafe)
+
+
 def _source_error(path: str, error: SourceError) -> FileError:
     return FileError(path, str(error).split(": error: ", 1)[-1])
 
@@ -116,8 +124,6 @@ def fix_file(
 
 
 def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFile]) -> FixResult:
-    from ..analysis.fixer import fix_source  # LibCST: fixing always parses
-
     result = FixResult(path)
     try:
         source = source or read_source(path)
