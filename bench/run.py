@@ -87,10 +87,22 @@ def measure(
 
 def measure_median(label: str, command: Sequence[str], files: Sequence[Path], runs: int, env: Optional[dict] = None) -> Measurement:
     """The run with the median CPU time of ``runs``: a short command's time is noisy."""
-    measured = [measure(f"{label} (run {run + 1})", command, files, env=env) for run in range(runs)]
-    median = sorted(measured, key=lambda m: m.cpu)[len(measured) // 2]
-    median.label = label
-    return median
+    return measure_medians([(label, env)], command, files, runs)[0]
+
+
+def measure_medians(variants, command: Sequence[str], files: Sequence[Path], runs: int) -> List[Measurement]:
+    """For each (label, environment): the run with the median CPU time of ``runs``, the
+    variants taking turns so that a change in the machine's load hits them alike."""
+    measured: Dict[str, List[Measurement]] = {label: [] for label, _ in variants}
+    for run in range(runs):
+        for label, env in variants:
+            measured[label].append(measure(f"{label} (run {run + 1})", command, files, env=env))
+    medians = []
+    for label, _ in variants:
+        median = sorted(measured[label], key=lambda m: m.cpu)[runs // 2]
+        median.label = label
+        medians.append(median)
+    return medians
 
 
 def tool_venv(name: str, requirement: str) -> Path:
@@ -186,8 +198,9 @@ def run(args: argparse.Namespace) -> List[str]:
             kind = "passed to LibCST" if candidate else "ruled out by the first stage"
             label = f"start-up + a {line_count(path)}-line file {kind}"
             command = check_command([path], "--no-cache")
-            new = add(measure_median(label, command, [path], args.startup_runs))
-            old = add(measure_median(f"the same at {args.baseline}", command, [path], args.startup_runs, env=old_env))
+            new, old = measure_medians([(label, None), (f"the same at {args.baseline}", old_env)], command, [path], args.startup_runs)
+            add(new)
+            add(old)
             ratios.append((f"{label} / {args.baseline} (cpu)", new.cpu / old.cpu, "-" if candidate else "<= 0.5"))
     add(measure("ast.parse (reference)", [sys.executable, "-c", PARSE_ONLY.format(module="ast", function="parse"), list_path], files))
     parse = add(measure("libcst.parse_module", [sys.executable, "-c", PARSE_ONLY.format(module="libcst", function="parse_module"), list_path], files))

@@ -5,6 +5,7 @@ import pytest
 from torchdevice_lint.analysis.settings import ConfigError, Settings
 from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.registry import all_rules
 
 
 def codes(source, **settings):
@@ -127,3 +128,21 @@ def test_config_rejects_unknown_keys_and_bad_values():
         settings_from_table({"select": "TDV1"})
     with pytest.raises(ConfigError, match="target-torch-version"):
         settings_from_table({"target-torch-version": "two"})
+
+
+DATAFLOW_EXAMPLES = [example.code for rule in all_rules() if rule.code.startswith("TDV4") for example in rule.invalid + rule.valid]
+
+
+def test_dataflow_rules_alone_skip_the_walk_and_report_the_same():
+    """Rules that only read the whole module at its end need of the walk only the imports."""
+    alone = Engine(Settings(select=("TDV4",)))
+    among_all = Engine(Settings())
+
+    def dataflow(engine, source):
+        findings = engine.check_source("t.py", source, with_edits=True).findings
+        return sorted((f.code, repr(f.location), f.message, repr(f.fix)) for f in findings if f.code.startswith("TDV4"))
+
+    nested_import = "def f():\n    import torch as th\n    x = th.zeros(3).cuda()\n    return x.numpy()\n"
+    for source in DATAFLOW_EXAMPLES + [nested_import]:
+        assert dataflow(alone, source) == dataflow(among_all, source)
+    assert [f[0] for f in dataflow(alone, nested_import)] == ["TDV401"]
