@@ -135,12 +135,12 @@ class _BatchedPass(cst.CSTVisitor):
         if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
-            sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
+            sign = self.ctx.classify(decorator.args[0].value)
             return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
         return False
 
     def _if(self, node: cst.If) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -151,7 +151,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _if_exp(self, node: cst.IfExp) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -162,7 +162,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:
-        sign = guards.classify(node.left, self.ctx.qualname)
+        sign = self.ctx.classify(node.left)
         if sign == (guards.POSITIVE if isinstance(node.operator, cst.And) else guards.NEGATIVE):
             self._guard(node.right)
 
@@ -180,11 +180,11 @@ class _BatchedPass(cst.CSTVisitor):
             exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
                 if guards.terminates(statement.body):
-                    exits = guards.classify(statement.test, qualname) == guards.NEGATIVE
+                    exits = self.ctx.classify(statement.test) == guards.NEGATIVE
                     distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
-                    type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
+                    type(small) is cst.Assert and self.ctx.classify(small.test) == guards.POSITIVE
                     for small in statement.body
                 )
                 distributed = not exits and guards.sets_up_distributed(statement, self.setups)
