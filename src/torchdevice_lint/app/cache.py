@@ -120,11 +120,11 @@ class ResultCache:
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written only costs the next run its speed."""
+        self.forget_missing()
         if not self._changed:
             with contextlib.suppress(OSError):
                 os.utime(self.path)  # in use: pruning keeps what runs still read
             return
-        self.forget_missing()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             _mark_as_cache(self.directory)

@@ -127,8 +127,9 @@ def _fix_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], unsafe: b
 
 
 def _nothing_to_fix(cached: FileResult, unsafe: bool) -> bool:
+    """No finding with a fix to apply, or an error the same bytes would give the fixer too."""
     applicable = ("safe", "unsafe") if unsafe else ("safe",)
-    return cached.error is None and not any(f.fix and f.fix.applicability in applicable for f in cached.findings)
+    return not any(f.fix and f.fix.applicability in applicable for f in cached.findings)
 
 
 def fix_paths(
@@ -154,7 +155,8 @@ def fix_paths(
             digest = digests[index] = content_hash(source.raw)
             cached = cache.get(path, digest)
             if cached is not None and _nothing_to_fix(cached, unsafe):
-                results[index] = FixResult(path, source.text, source.text, remaining=cached, source=source)
+                results[index] = FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
+                                           error=cached.error, source=source)
                 on_done(path)
                 continue
         pending.append((index, path, source))
