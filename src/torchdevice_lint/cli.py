@@ -340,7 +340,7 @@ def _fix_command(args: argparse.Namespace) -> int:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining = [r.remaining for r in results if r.remaining is not None]
+    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
