@@ -94,21 +94,29 @@ class SettingsResolver:
         self.overrides = overrides
         self._by_directory: Dict[str, Settings] = {}
         self._by_source: Dict[str, Settings] = {}
+        self._configs: Dict[str, Optional[str]] = {}
 
     def __call__(self, path: str) -> Settings:
-        directory = str(_directory_of(path))
-        settings = self._by_directory.get(directory)
+        directory = _directory_of(path)
+        settings = self._by_directory.get(str(directory))
         if settings is None:
-            config = Path(self.config_file) if self.config_file else find_pyproject(directory)
-            key = str(config.resolve()) if config else f"defaults:{find_project_root(directory)}"
-            settings = self._by_source.get(key)
-            if settings is None:
-                settings = self._by_source[key] = self.overrides(load_settings(directory, self.config_file))
-            self._by_directory[directory] = settings
+            config = self.config_file and str(Path(self.config_file).resolve()) or self._config_above(directory)
+            key = config or f"defaults:{find_project_root(str(directory))}"
+            if key not in self._by_source:
+                self._by_source[key] = self.overrides(load_settings(str(directory), config))
+            settings = self._by_directory[str(directory)] = self._by_source[key]
         return settings
 
-    def all_loaded(self) -> List[Settings]:
-        return list(self._by_source.values())
+    def _config_above(self, directory: Path) -> Optional[str]:
+        """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""
+        key = str(directory)
+        if key not in self._configs:
+            candidate = directory / "pyproject.toml"
+            if candidate.is_file() and _table(candidate) is not None:
+                self._configs[key] = str(candidate.resolve())
+            else:
+                self._configs[key] = None if directory.parent == directory else self._config_above(directory.parent)
+        return self._configs[key]
 
 
 def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
