@@ -142,6 +142,12 @@ def test_unknown_codes_in_per_file_ignores_are_a_configuration_error(tmp_path, c
     assert code == 2 and "unknown rule code or prefix 'E501'" in err
 
 
+@pytest.mark.parametrize("key", ["select", "extend-select", "ignore"])
+def test_unknown_codes_in_the_selection_are_a_configuration_error(key):
+    with pytest.raises(ConfigError, match=rf"{key}: unknown rule code or prefix 'TDV77'"):
+        settings_from_table({key: ["TDV1", "TDV77"]})
+
+
 @pytest.mark.parametrize("directive", ["# torchdevice-lint: noqa: TDV101", "# ruff: noqa: TDV1", "# flake8: noqa: TDV101,TDV2"])
 def test_file_level_noqa_with_codes_turns_those_codes_off(directive):
     findings = Engine(Settings()).check_source("x.py", f"{directive}\n{HAZARDS}").findings

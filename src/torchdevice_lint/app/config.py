@@ -129,6 +129,11 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             known = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
+    for key in ("select", "extend_select", "ignore"):
+        try:
+            check_codes(values.get(key, ()))
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
     for pattern, codes in values.get("per_file_ignores", {}).items():
         try:
             check_codes(codes)
