@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
+import pathspec
+
 from ..analysis.settings import Settings, compiled_patterns, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
@@ -59,9 +61,9 @@ class IgnoreFiles:
     """The ``.gitignore``/``.ignore`` patterns of each directory, read once per run."""
 
     def __init__(self) -> None:
-        self._specs: Dict[str, object] = {}
+        self._specs: Dict[str, Optional[pathspec.GitIgnoreSpec]] = {}
 
-    def _spec(self, directory: str):
+    def _spec(self, directory: str) -> Optional[pathspec.GitIgnoreSpec]:
         if directory not in self._specs:
             lines: List[str] = []
             names = list(IGNORE_FILES)
@@ -73,7 +75,7 @@ class IgnoreFiles:
                         lines.extend(handle.read().splitlines())
                 except OSError:
                     continue
-            self._specs[directory] = compiled_patterns(tuple(lines)) if lines else None
+            self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[directory]
 
     def ignores(self, path: str, is_dir: bool, top: str) -> bool:
@@ -81,8 +83,7 @@ class IgnoreFiles:
         itself (the deepest file with an opinion decides)."""
         path = os.path.abspath(path)
         directory = os.path.dirname(path)
-        chain = [directory] + [d for d in _ancestors(directory)]
-        for base in chain:
+        for base in [directory, *_ancestors(directory)]:
             spec = self._spec(base)
             if spec is not None:
                 relative = os.path.relpath(path, base).replace(os.sep, "/") + ("/" if is_dir else "")
@@ -95,6 +96,8 @@ class IgnoreFiles:
 
 
 class Discovery:
+    """One run's view of what is skipped: its settings per directory and its ignore files."""
+
     def __init__(self, settings_for: Union[SettingsFor, Settings], respect_gitignore: bool = True) -> None:
         self.settings_for = settings_for if callable(settings_for) else (lambda path: settings_for)
         self.respect_gitignore = respect_gitignore
