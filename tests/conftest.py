@@ -3,12 +3,11 @@ runtime half's test modules need torch to be collected at all."""
 
 import importlib.util
 
+import pytest
+
 TORCH_TEST_MODULES = ["test_simdevice.py", "test_simmps.py", "test_fixtures_runtime.py", "test_pytest_plugin.py"]
 
 collect_ignore = [] if importlib.util.find_spec("torch") else TORCH_TEST_MODULES
-
-
-import pytest
 
 
 @pytest.fixture(autouse=True)
