@@ -8,7 +8,7 @@ function and class enclose it, and which device expression a fix should write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 import libcst as cst
@@ -319,3 +319,5 @@ class Analysis:
     ctx: FileContext
     findings: List[RawFinding]
     positions: dict
+    #: (the TDV900 rule, a directive that suppressed nothing), when TDV900 is enabled.
+    unused_noqa: list = field(default_factory=list)
