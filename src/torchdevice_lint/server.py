@@ -1,0 +1,200 @@
+"""``torchdevice-lint server``: a Language Server Protocol server over stdio (pygls, the ``lsp``
+extra), a thin front end like ``cli.py``: diagnostics as the buffer changes, a quick fix and a
+noqa action per finding, ``source.fixAll.torchdevice``. It reads buffers from the editor and
+``pyproject.toml`` files from disk and never writes a file: edits go back to the editor.
+
+What is computed lives in ``app/editor.py`` (LSP JSON, no pygls); this module keeps the open
+buffers' results, debounces changes, reloads settings and turns JSON into lsprotocol types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import traceback
+from typing import Any, Dict, List, Optional
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.lsp.server import LanguageServer
+
+from . import __version__
+from .app.editor import FIX_ALL_KIND, Checked, Lines, Projects, check_buffer, code_actions
+from .app.editor import diagnostics, fixed_buffer, text_edits, uri_to_path
+
+#: Seconds of quiet after a change before the buffer is checked again.
+DEBOUNCE_SECONDS = 0.2
+FIX_ALL_COMMAND = "torchdevice.applyFixAll"
+
+logger = logging.getLogger("torchdevice_lint.server")
+_converter = get_converter()
+
+
+class TorchdeviceServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("torchdevice-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.projects = Projects()
+        self.checked: Dict[str, Checked] = {}
+        self.pending: Dict[str, asyncio.TimerHandle] = {}
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Every failure, a request's included, goes to the editor's log; pygls has already
+        answered a failed request with an error response."""
+        self.log(f"internal error ({error.__class__.__name__}: {error}); please report this as a bug", types.MessageType.Error)
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        logger.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    # -- buffers ------------------------------------------------------------------------------
+    def path_of(self, uri: str) -> str:
+        """The buffer's file, or a name in the first workspace folder for an unsaved one."""
+        path = uri_to_path(uri)
+        if path is None:
+            root = uri_to_path(self.workspace.root_uri or "") or os.getcwd()
+            path = os.path.join(root, os.path.basename(uri.rstrip("/")) or "untitled.py")
+        return path
+
+    def checked_for(self, uri: str) -> Checked:
+        """The buffer's current result, recomputed only when its text or settings changed."""
+        text = self.workspace.get_text_document(uri).source
+        path = self.path_of(uri)
+        engine, error = self.projects.engine_for(path)
+        current = self.checked.get(uri)
+        if current is None or current.text != text or current.engine is not engine:
+            if error is not None and (current is None or current.engine is not engine):
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"{error}; using the default settings"))
+            current = check_buffer(engine, uri, path, text)
+            self.checked[uri] = current
+        return current
+
+    def lines(self, text: str) -> Lines:
+        encoding = self.workspace.position_encoding
+        return Lines(text, getattr(encoding, "value", encoding) or "utf-16")
+
+    def publish(self, uri: str) -> None:
+        """Check the buffer and publish its diagnostics; a failure is logged, never raised, so
+        the server keeps serving the other buffers."""
+        self.pending.pop(uri, None)
+        if uri not in self.workspace.text_documents:
+            return
+        try:
+            checked = self.checked_for(uri)
+            found = diagnostics(checked, self.lines(checked.text))
+        except Exception as error:  # noqa: BLE001 - one buffer's bug must not stop the server
+            self.log("".join(traceback.format_exception(type(error), error, error.__traceback__)), types.MessageType.Error)
+            return
+        version = self.workspace.get_text_document(uri).version
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=_converter.structure(found, List[types.Diagnostic]))
+        )
+
+    def publish_later(self, uri: str) -> None:
+        previous = self.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.publish, uri)
+
+    def reload_settings(self) -> None:
+        self.projects.forget()
+        for uri in list(self.workspace.text_documents):
+            self.publish(uri)
+
+
+server = TorchdeviceServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: TorchdeviceServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options or {}
+    unsafe = options.get("unsafeFixes") if isinstance(options, dict) else None
+    ls.projects = Projects(unsafe_fixes=unsafe if isinstance(unsafe, bool) else None)
+
+
+@server.feature(types.INITIALIZED)
+def initialized(ls: TorchdeviceServer, params: types.InitializedParams) -> None:
+    """Ask the editor to report changes to any pyproject.toml (where it can watch files)."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is not None and watched.dynamic_registration:
+        watchers = [types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
+            id="torchdevice-lint-pyproject",
+            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+        )]))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: TorchdeviceServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: TorchdeviceServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.publish_later(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: TorchdeviceServer, params: types.DidSaveTextDocumentParams) -> None:
+    if params.text_document.uri.endswith("/pyproject.toml"):
+        ls.reload_settings()  # for editors that do not watch files
+    else:
+        ls.publish(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: TorchdeviceServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    pending = ls.pending.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.checked.pop(uri, None)
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: TorchdeviceServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+        ls.reload_settings()
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+)
+def code_action(ls: TorchdeviceServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
+    checked = ls.checked_for(params.text_document.uri)
+    only = [str(getattr(kind, "value", kind)) for kind in params.context.only or []]
+    request_range = _converter.unstructure(params.range)
+    actions = code_actions(checked, request_range, only or None, ls.lines(checked.text))
+    return _converter.structure(actions, List[types.CodeAction]) or None
+
+
+@server.command(FIX_ALL_COMMAND)
+def apply_fix_all(ls: TorchdeviceServer, *arguments: Any) -> Optional[str]:
+    """Ask the editor to apply every applicable fix to an open buffer, given by its URI (or
+    ``{"uri": ...}``); returns the error that left the buffer unchanged, if any."""
+    target = arguments[0] if arguments else None
+    uri = target.get("uri") if isinstance(target, dict) else target
+    if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
+        raise ValueError(f"{FIX_ALL_COMMAND} needs the URI of an open document, got {target!r}")
+    checked = ls.checked_for(uri)
+    fixed, error = fixed_buffer(checked)
+    if fixed != checked.text:
+        edits = text_edits(checked.text, fixed, ls.lines(checked.text))
+        ls.workspace_apply_edit(types.ApplyWorkspaceEditParams(
+            label="torchdevice-lint: fix all",
+            edit=_converter.structure({"changes": {uri: edits}}, types.WorkspaceEdit),
+        ))
+    return error
+
+
+def serve() -> int:
+    """Serve one editor over stdin/stdout until it sends ``exit``. Logs go to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
+    server.start_io()
+    return 0
+
