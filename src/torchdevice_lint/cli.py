@@ -145,7 +145,7 @@ def _server_command() -> int:
     try:
         from .server import serve  # pygls is imported only when the server starts
     except ModuleNotFoundError as error:
-        if error.name not in ("pygls", "lsprotocol"):
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
             raise
         _error("torchdevice-lint: error: the language server needs pygls: pip install 'torchdevice-lint[lsp]'")
         return EXIT_ERROR
