@@ -85,10 +85,14 @@ class LspClient:
                 return message["params"]
             self.seen.append(message)
 
-    def initialize(self, root, options: Optional[dict] = None, watch_files: bool = True) -> dict:
+    def initialize(self, root, options: Optional[dict] = None, resolve: bool = False) -> dict:
+        """``resolve``: the client resolves code actions' edits lazily, as VS Code and Neovim do."""
+        code_action = {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}}
+        if resolve:
+            code_action.update(resolveSupport={"properties": ["edit"]}, dataSupport=True)
         capabilities = {
-            "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": watch_files}, "applyEdit": True},
-            "textDocument": {"codeAction": {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}}},
+            "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}, "applyEdit": True},
+            "textDocument": {"codeAction": code_action},
         }
         answer = self.request("initialize", {
             "processId": None,

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from torchdevice_lint.analysis.registry import all_rules
-from torchdevice_lint.app.editor import FIX_ALL_KIND, Lines, Projects, check_buffer, code_actions, diagnostics
+from torchdevice_lint.app.editor import FIX_ALL_KIND, Lines, Projects, check_buffer, code_actions, diagnostics, resolve_action
 from torchdevice_lint.cli import fix_main
 
 URI = "file:///project/example.py"
@@ -131,6 +131,17 @@ def test_unsafe_fixes_are_offered_only_when_allowed_and_say_so(tmp_path):
     assert safe_only == ['Fix TDV501: Pass `map_location=`']
     with_unsafe = [a["title"] for a in quick_fixes(checked_in(tmp_path, BUFFER, unsafe=True))]
     assert with_unsafe == ["Fix TDV101: Replace `.cuda()` with `.to(device)` (unsafe)", 'Fix TDV501: Pass `map_location=`']
+
+
+def test_a_resolving_client_gets_the_same_edit_later(tmp_path):
+    checked = checked_in(tmp_path, BUFFER, unsafe=True)
+    eager = quick_fixes(checked)
+    lazy = [a for a in code_actions(checked, EVERYWHERE, ["quickfix"], Lines(BUFFER), resolve=True) if a["title"].startswith("Fix ")]
+    assert [a["title"] for a in lazy] == [a["title"] for a in eager]
+    assert all("edit" not in action for action in lazy)
+    assert [resolve_action(checked, action, Lines(BUFFER)) for action in lazy] == eager
+    stale = {**lazy[0], "data": {**lazy[0]["data"], "code": "TDV501"}}  # the buffer changed since
+    assert "edit" not in resolve_action(checked, stale, Lines(BUFFER))
 
 
 def test_the_project_setting_decides_unless_the_editor_overrides_it(tmp_path):

@@ -106,6 +106,20 @@ def test_fix_all_command_sends_the_edit_torchdevice_fix_would_write(project):
     client.close()
 
 
+def test_a_client_that_resolves_gets_the_edit_when_it_picks_the_fix(project):
+    client = LspClient(cwd=project)
+    client.initialize(project, {"unsafeFixes": True}, resolve=True)
+    uri = client.open(project / "a.py", BUFFER)
+    client.diagnostics(uri)
+    [quick, noqa] = code_actions(client, uri, 1)
+    assert quick["title"] == "Fix TDV101: Replace `.cuda()` with `.to(device)` (unsafe)" and "edit" not in quick
+    assert "edit" in noqa  # cheap: sent at once
+    resolved = client.request("codeAction/resolve", quick)["result"]
+    fixed = apply_edits(BUFFER, resolved["edit"]["changes"][uri])
+    assert fixed == 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(1).to(device)\nstate = torch.load("m.pt")\n'
+    client.close()
+
+
 def test_noqa_action_silences_the_finding(client, project):
     uri = client.open(project / "a.py", BUFFER)
     client.diagnostics(uri)

@@ -22,7 +22,7 @@ from pygls.lsp.server import LanguageServer
 
 from . import __version__
 from .app.editor import FIX_ALL_KIND, Checked, Lines, Projects, check_buffer, code_actions
-from .app.editor import diagnostics, fixed_buffer, text_edits, uri_to_path
+from .app.editor import diagnostics, fixed_buffer, resolve_action, text_edits, uri_to_path
 
 #: Seconds of quiet after a change before the buffer is checked again.
 DEBOUNCE_SECONDS = 0.2
@@ -163,14 +163,27 @@ def did_change_watched_files(ls: TorchdeviceServer, params: types.DidChangeWatch
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
 )
 def code_action(ls: TorchdeviceServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
     checked = ls.checked_for(params.text_document.uri)
     only = [str(getattr(kind, "value", kind)) for kind in params.context.only or []]
     request_range = _converter.unstructure(params.range)
-    actions = code_actions(checked, request_range, only or None, ls.lines(checked.text))
+    text_document = ls.client_capabilities.text_document
+    support = text_document.code_action.resolve_support if text_document and text_document.code_action else None
+    resolve = support is not None and "edit" in support.properties
+    actions = code_actions(checked, request_range, only or None, ls.lines(checked.text), resolve)
     return _converter.structure(actions, List[types.CodeAction]) or None
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+def resolve_code_action(ls: TorchdeviceServer, params: types.CodeAction) -> types.CodeAction:
+    action = _converter.unstructure(params)
+    uri = (action.get("data") or {}).get("uri")
+    if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
+        return params
+    checked = ls.checked_for(uri)
+    return _converter.structure(resolve_action(checked, action, ls.lines(checked.text)), types.CodeAction)
 
 
 @server.command(FIX_ALL_COMMAND)

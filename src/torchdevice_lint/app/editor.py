@@ -101,6 +101,9 @@ class Checked:
     findings: List[Tuple[RawFinding, Finding]] = field(default_factory=list)
     error: Optional[str] = None
     _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
+    #: Each finding's fixed buffer (by index) and the fix-all result, computed once.
+    _fixed: Dict[int, Optional[str]] = field(default_factory=dict)
+    _fixed_all: Optional[Tuple[str, Optional[str]]] = None
 
     @property
     def unsafe(self) -> bool:
@@ -178,16 +181,20 @@ def wants(only: Optional[Sequence[str]], kind: str) -> bool:
     return not only or any(kind == prefix or kind.startswith(prefix + ".") for prefix in only)
 
 
-def code_actions(checked: Checked, request_range: dict, only: Optional[Sequence[str]], lines: Lines) -> List[dict]:
+def code_actions(
+    checked: Checked, request_range: dict, only: Optional[Sequence[str]], lines: Lines, resolve: bool = False
+) -> List[dict]:
     """A quick fix and a noqa action for each finding in the range; the fix-all action only when
-    asked for by kind (it runs the fixer to a fixed point)."""
+    asked for by kind (it runs the fixer to a fixed point). With ``resolve`` (the client can
+    resolve code actions) a quick fix's edit is left for ``resolve_action``: editors ask for
+    actions on every cursor move, and a fix costs a transform and a parse of the whole buffer."""
     actions = []
     if wants(only, QUICKFIX):
-        for raw, finding in checked.findings:
+        for index, (raw, finding) in enumerate(checked.findings):
             if not _on_lines(_finding_range(finding, lines), request_range):
                 continue
             shown = diagnostic(finding, lines, checked.unsafe)
-            fix_action = _quick_fix(checked, raw, shown, lines)
+            fix_action = _quick_fix(checked, index, shown, lines, resolve)
             if fix_action is not None:
                 actions.append(fix_action)
             noqa = noqa_edits(checked, finding.code, finding.location.row, finding.end_location.row, lines)
@@ -207,41 +214,59 @@ def _action(title: str, kind: str, uri: str, edits: List[dict], shown: Optional[
     return action
 
 
-def _quick_fix(checked: Checked, raw: RawFinding, shown: dict, lines: Lines) -> Optional[dict]:
+def _quick_fix(checked: Checked, index: int, shown: dict, lines: Lines, resolve: bool) -> Optional[dict]:
+    raw = checked.findings[index][0]
     fix = raw.fix
     if fix is None or not fix.replacements or fix.applicability is Applicability.DISPLAY_ONLY:
         return None
     if fix.applicability is Applicability.UNSAFE and not checked.unsafe:
         return None
-    fixed = fixed_by(checked, raw)
-    if fixed is None:
-        return None
     title = f"Fix {raw.rule.code}: {fix.message}"
     if fix.applicability is Applicability.UNSAFE:
         title += " (unsafe)"
-    action = _action(title, QUICKFIX, checked.uri, text_edits(checked.text, fixed, lines), [shown])
-    action["isPreferred"] = fix.applicability is Applicability.SAFE
+    action = {"title": title, "kind": QUICKFIX, "diagnostics": [shown], "isPreferred": fix.applicability is Applicability.SAFE}
+    action["data"] = {"uri": checked.uri, "finding": index, "code": raw.rule.code}
+    if not resolve:
+        action = resolve_action(checked, action, lines)
+        if "edit" not in action:
+            return None
     return action
 
 
-def fixed_by(checked: Checked, raw: RawFinding) -> Optional[str]:
-    """The buffer with this one finding's fix applied by the fixer, or None if it cannot be."""
-    try:
-        fixed = apply_fixes(checked.analysis, [raw]) + lost_suffix(checked.analysis)
-        verify(fixed, checked.path)
-    except FixError:
-        return None
-    return fixed if fixed != checked.text else None
+def resolve_action(checked: Checked, action: dict, lines: Lines) -> dict:
+    """The quick fix with its edit, if the finding it names is still the buffer's."""
+    data = action.get("data") or {}
+    index = data.get("finding")
+    if not isinstance(index, int) or not 0 <= index < len(checked.findings):
+        return action
+    if checked.findings[index][1].code != data.get("code"):
+        return action
+    fixed = fixed_by(checked, index)
+    if fixed is None:
+        return action
+    return {**action, "edit": {"changes": {checked.uri: text_edits(checked.text, fixed, lines)}}}
+
+
+def fixed_by(checked: Checked, index: int) -> Optional[str]:
+    """The buffer with one finding's fix applied by the fixer, or None if it cannot be."""
+    if index not in checked._fixed:
+        try:
+            fixed = apply_fixes(checked.analysis, [checked.findings[index][0]]) + lost_suffix(checked.analysis)
+            verify(fixed, checked.path)
+        except FixError:
+            fixed = None
+        checked._fixed[index] = fixed if fixed != checked.text else None
+    return checked._fixed[index]
 
 
 def fixed_buffer(checked: Checked) -> Tuple[str, Optional[str]]:
     """What ``torchdevice-fix -`` writes for this buffer (the same ``fix_file`` call, never
     writing), and the error that made it leave the buffer as it is."""
-    source = SourceFile(checked.path, checked.text, "utf-8")
-    result = fix_file(checked.engine, checked.path, checked.unsafe, write=False, source=source)
-    if result.error is not None:
-        return checked.text, str(result.error)
-    return result.fixed, None
+    if checked._fixed_all is None:
+        source = SourceFile(checked.path, checked.text, "utf-8")
+        result = fix_file(checked.engine, checked.path, checked.unsafe, write=False, source=source)
+        checked._fixed_all = (checked.text, str(result.error)) if result.error is not None else (result.fixed, None)
+    return checked._fixed_all
 
 
 def fix_all_edits(checked: Checked, lines: Lines) -> List[dict]:
