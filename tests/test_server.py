@@ -178,6 +178,7 @@ def test_a_crash_is_logged_and_answered_with_an_error(project):
     assert log["type"] == 1
     answer = client.request("textDocument/codeAction", {"textDocument": {"uri": bad}, "range": cursor(1), "context": {"diagnostics": []}})
     assert "engine bug" in answer["error"]["message"]
+    client.wait_for("window/logMessage", lambda p: p["message"].startswith("internal error (RuntimeError: engine bug)"))
     answer = client.request("workspace/executeCommand", {"command": "torchdevice.applyFixAll", "arguments": [42]})
     assert "needs the URI of an open document" in answer["error"]["message"]
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
@@ -42,7 +43,8 @@ class TorchdeviceServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Every failure, a request's included, goes to the editor's log; pygls has already
         answered a failed request with an error response."""
-        self.log(f"internal error ({error.__class__.__name__}: {error}); please report this as a bug", types.MessageType.Error)
+        detail = str(error) if isinstance(error, JsonRpcException) else f"{error.__class__.__name__}: {error}"
+        self.log(f"internal error ({detail}); please report this as a bug", types.MessageType.Error)
 
     def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
         logger.log(logging.ERROR if kind == types.MessageType.Error else logging.INFO, message)
@@ -78,17 +80,17 @@ class TorchdeviceServer(LanguageServer):
         """Check the buffer and publish its diagnostics; a failure is logged, never raised, so
         the server keeps serving the other buffers."""
         self.pending.pop(uri, None)
-        if uri not in self.workspace.text_documents:
-            return
+        document = self.workspace.text_documents.get(uri)
+        if document is None or not (document.language_id == "python" or uri.endswith((".py", ".pyi"))):
+            return  # closed since, or not Python (a pyproject.toml the editor also sends us)
         try:
             checked = self.checked_for(uri)
             found = diagnostics(checked, self.lines(checked.text))
         except Exception as error:  # noqa: BLE001 - one buffer's bug must not stop the server
             self.log("".join(traceback.format_exception(type(error), error, error.__traceback__)), types.MessageType.Error)
             return
-        version = self.workspace.get_text_document(uri).version
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=_converter.structure(found, List[types.Diagnostic]))
+            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=_converter.structure(found, List[types.Diagnostic]))
         )
 
     def publish_later(self, uri: str) -> None:
