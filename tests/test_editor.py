@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from torchdevice_lint.analysis.registry import all_rules
-from torchdevice_lint.app.editor import FIX_ALL_KIND, Lines, Projects, check_buffer, code_actions, diagnostics, resolve_action
+from torchdevice_lint.app.editor import FIX_ALL_KIND, RULE_DOCS, Lines, Projects, check_buffer, code_actions, diagnostics, resolve_action
 from torchdevice_lint.cli import fix_main
 
 URI = "file:///project/example.py"
@@ -113,7 +113,12 @@ def test_a_diagnostic_names_the_rule_its_page_and_the_exact_range(tmp_path):
     assert first["message"].startswith("cuda-method-call: `.cuda()`")
     assert "enable unsafeFixes" in first["message"]  # its fix is unsafe, and unsafe fixes are off
     assert first["severity"] == 2 and first["source"] == "torchdevice-lint"
-    assert first["codeDescription"]["href"].endswith("/docs/rules/TDV101.md")
+
+
+@pytest.mark.skipif(not RULE_DOCS.is_dir(), reason="the rule pages are in a source checkout, not in an installed package")
+def test_a_diagnostic_links_to_its_rule_page(tmp_path):
+    [first, _] = diagnostics(checked_in(tmp_path, BUFFER), Lines(BUFFER))
+    assert first["codeDescription"]["href"] == (RULE_DOCS / "TDV101.md").as_uri()
 
 
 def test_ranges_count_utf16_code_units_and_every_line_ending(tmp_path):

@@ -59,7 +59,6 @@ def test_a_session_from_initialize_to_exit(project):
         ("TDV501", {"line": 2, "character": 8}, 2),
     ]
     assert found[1]["message"].startswith("load-without-map-location: ")
-    assert found[1]["codeDescription"]["href"].endswith("/docs/rules/TDV501.md")
 
     titles = [a["title"] for a in code_actions(client, uri, 2)]
     assert titles == ["Fix TDV501: Pass `map_location=`", "Disable TDV501 for this line"]
