@@ -75,8 +75,15 @@ def test_a_session_from_initialize_to_exit(project):
         "contentChanges": [{"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 26}}, "text": "y = 1"}],
     })
     assert [d["code"] for d in client.diagnostics(uri, version=2)] == ["TDV101"]
+    # changes in quick succession are checked once, after the last
+    for version, text in ((3, BUFFER), (4, "import torch\n")):
+        client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+    published = client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    assert (published["version"], published["diagnostics"]) == (4, [])
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 5}, "contentChanges": [{"text": BUFFER}]})
+    client.diagnostics(uri, version=5)
     client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-    assert [d["code"] for d in client.diagnostics(uri)] == ["TDV101"]
+    assert [d["code"] for d in client.diagnostics(uri)] == ["TDV101", "TDV501"]
 
     assert path.read_text(encoding="utf-8") == BUFFER  # the server never writes
     assert client.close() == 0

@@ -67,7 +67,8 @@ class TorchdeviceServer(LanguageServer):
         current = self.checked.get(uri)
         if current is None or current.text != text or current.engine is not engine:
             if error is not None and (current is None or current.engine is not engine):
-                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"{error}; using the default settings"))
+                message = f"{error}; using the default settings"
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
             current = check_buffer(engine, uri, path, text)
             self.checked[uri] = current
         return current
@@ -89,9 +90,8 @@ class TorchdeviceServer(LanguageServer):
         except Exception as error:  # noqa: BLE001 - one buffer's bug must not stop the server
             self.log("".join(traceback.format_exception(type(error), error, error.__traceback__)), types.MessageType.Error)
             return
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=_converter.structure(found, List[types.Diagnostic]))
-        )
+        found = _converter.structure(found, List[types.Diagnostic])
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, version=document.version, diagnostics=found))
 
     def publish_later(self, uri: str) -> None:
         previous = self.pending.pop(uri, None)
@@ -212,4 +212,3 @@ def serve() -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server.start_io()
     return 0
-
