@@ -62,7 +62,7 @@ class LspClient:
                 self.notifications.put(message)
 
     # -- API ------------------------------------------------------------------------------------
-    def request(self, method: str, params: Any = None, timeout: float = 60) -> dict:
+    def request(self, method: str, params: Any = None, timeout: float = 300) -> dict:
         """The whole response message (``result`` or ``error``)."""
         with self.lock:
             self.next_id += 1
