@@ -97,16 +97,27 @@ def test_fix_all_command_sends_the_edit_torchdevice_fix_would_write(project):
         "unicode.py": 'import torch\nname = "🔥"; x = torch.ones(1).cuda()\n',
         "amp.py": "import torch\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast(True):\n    pass\n",
     }
-    for name, text in buffers.items():
-        uri = client.open(project / name, text)
+    uris = {name: client.open(project / name, text) for name, text in buffers.items()}
+    client.open(project / "broken.py", "import torch\nx = torch.ones(1).cuda(\n")
+    for uri in uris.values():
         client.diagnostics(uri)
-        answer = client.request("workspace/executeCommand", {"command": "torchdevice.applyFixAll", "arguments": [uri]})
+    expected = {name: torchdevice_fix(project / name, text, "--unsafe-fixes") for name, text in buffers.items()}
+
+    # no argument: every open buffer, in one workspace edit; the broken one is left as it is
+    answer = client.request("workspace/executeCommand", {"command": "torchdevice.applyFixAll", "arguments": []})
+    assert answer["result"].startswith(str(project / "broken.py") + ": error: syntax error at 2:")
+    changes = client.server_requests[-1]["params"]["edit"]["changes"]
+    assert sorted(changes) == sorted(uris.values())
+    for name, text in buffers.items():
+        assert apply_edits(text, changes[uris[name]]) == expected[name] != text
+
+    for name, text in buffers.items():
+        answer = client.request("workspace/executeCommand", {"command": "torchdevice.applyFixAll", "arguments": [uris[name]]})
         assert answer["result"] is None
         edit = client.server_requests[-1]
         assert edit["method"] == "workspace/applyEdit"
-        fixed = apply_edits(text, edit["params"]["edit"]["changes"][uri])
-        assert fixed == torchdevice_fix(project / name, text, "--unsafe-fixes") != text
-        [quick] = [a for a in code_actions(client, uri, 1) if a["title"].startswith("Fix ")]
+        assert apply_edits(text, edit["params"]["edit"]["changes"][uris[name]]) == expected[name]
+        [quick] = [a for a in code_actions(client, uris[name], 1) if a["title"].startswith("Fix ")]
         assert quick["title"].endswith("(unsafe)") or name == "amp.py"
     assert sorted(p.name for p in project.iterdir()) == ["pyproject.toml"]  # nothing written
     client.close()
@@ -134,6 +145,8 @@ def test_noqa_action_silences_the_finding(client, project):
     assert text.splitlines()[1] == "x = torch.ones(1).cuda()  # noqa: TDV101"
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]})
     assert [d["code"] for d in client.diagnostics(uri, version=2)] == ["TDV501"]
+    client.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    assert client.diagnostics(uri) == []  # a closed buffer's findings are cleared
 
 
 def test_the_configuration_is_reloaded_when_pyproject_changes(client, project):

@@ -77,13 +77,18 @@ class TorchdeviceServer(LanguageServer):
         encoding = self.workspace.position_encoding
         return Lines(text, getattr(encoding, "value", encoding) or "utf-16")
 
+    def is_python(self, uri: str) -> bool:
+        """An open Python buffer (not closed since, nor a pyproject.toml the editor sends too)."""
+        document = self.workspace.text_documents.get(uri)
+        return document is not None and (document.language_id == "python" or uri.endswith((".py", ".pyi")))
+
     def publish(self, uri: str) -> None:
         """Check the buffer and publish its diagnostics; a failure is logged, never raised, so
         the server keeps serving the other buffers."""
         self.pending.pop(uri, None)
-        document = self.workspace.text_documents.get(uri)
-        if document is None or not (document.language_id == "python" or uri.endswith((".py", ".pyi"))):
-            return  # closed since, or not Python (a pyproject.toml the editor also sends us)
+        if not self.is_python(uri):
+            return
+        document = self.workspace.text_documents[uri]
         try:
             checked = self.checked_for(uri)
             found = diagnostics(checked, self.lines(checked.text))
@@ -190,21 +195,31 @@ def resolve_code_action(ls: TorchdeviceServer, params: types.CodeAction) -> type
 
 @server.command(FIX_ALL_COMMAND)
 def apply_fix_all(ls: TorchdeviceServer, *arguments: Any) -> Optional[str]:
-    """Ask the editor to apply every applicable fix to an open buffer, given by its URI (or
-    ``{"uri": ...}``); returns the error that left the buffer unchanged, if any."""
-    target = arguments[0] if arguments else None
-    uri = target.get("uri") if isinstance(target, dict) else target
-    if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
-        raise ValueError(f"{FIX_ALL_COMMAND} needs the URI of an open document, got {target!r}")
-    checked = ls.checked_for(uri)
-    fixed, error = fixed_buffer(checked)
-    if fixed != checked.text:
-        edits = text_edits(checked.text, fixed, ls.lines(checked.text))
+    """Ask the editor to apply, as one workspace edit, every applicable fix to the open buffer
+    given by its URI (or ``{"uri": ...}``), or to every open Python buffer when no argument is
+    given. Returns the errors that left buffers unchanged, if any."""
+    if arguments:
+        target = arguments[0]
+        uri = target.get("uri") if isinstance(target, dict) else target
+        if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
+            raise ValueError(f"{FIX_ALL_COMMAND} needs the URI of an open document, got {target!r}")
+        uris = [uri]
+    else:
+        uris = [uri for uri in ls.workspace.text_documents if ls.is_python(uri)]
+    changes, errors = {}, []
+    for uri in uris:
+        checked = ls.checked_for(uri)
+        fixed, error = fixed_buffer(checked)
+        if error is not None:
+            errors.append(error)
+        elif fixed != checked.text:
+            changes[uri] = text_edits(checked.text, fixed, ls.lines(checked.text))
+    if changes:
         ls.workspace_apply_edit(types.ApplyWorkspaceEditParams(
             label="torchdevice-lint: fix all",
-            edit=_converter.structure({"changes": {uri: edits}}, types.WorkspaceEdit),
+            edit=_converter.structure({"changes": changes}, types.WorkspaceEdit),
         ))
-    return error
+    return "\n".join(errors) or None
 
 
 def serve() -> int:
