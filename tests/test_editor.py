@@ -188,6 +188,14 @@ def test_disable_for_this_line_merges_with_the_noqa_comment_there(line, expected
     assert checked_in(tmp_path, fixed).findings == []
 
 
+def test_two_findings_of_a_rule_on_a_line_get_one_noqa_action(tmp_path):
+    text = "import torch\na, b = torch.ones(1).cuda(), torch.zeros(1).cuda()\n"
+    checked = checked_in(tmp_path, text)
+    assert len(checked.findings) == 2
+    titles = [a["title"] for a in code_actions(checked, EVERYWHERE, None, Lines(text))]
+    assert titles == ["Disable TDV101 for this line"]
+
+
 def test_noqa_goes_on_the_last_line_when_the_first_ends_inside_a_string(tmp_path):
     text = 'import torch\nstate = torch.load("""m\n.pt""")\n'
     assert noqa(text, tmp_path, "TDV501") == 'import torch\nstate = torch.load("""m\n.pt""")  # noqa: TDV501\n'

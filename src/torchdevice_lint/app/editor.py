@@ -100,6 +100,7 @@ class Checked:
     analysis: Optional[Analysis] = None
     findings: List[Tuple[RawFinding, Finding]] = field(default_factory=list)
     error: Optional[str] = None
+    #: Comments and rows no comment can follow (see ``_row_facts``), computed once.
     _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
     #: Each finding's fixed buffer (by index) and the fix-all result, computed once.
     _fixed: Dict[int, Optional[str]] = field(default_factory=dict)
@@ -189,6 +190,7 @@ def code_actions(
     resolve code actions) a quick fix's edit is left for ``resolve_action``: editors ask for
     actions on every cursor move, and a fix costs a transform and a parse of the whole buffer."""
     actions = []
+    silenced = set()  # (code, row): two findings of one rule on a line get one noqa action
     if wants(only, QUICKFIX):
         for index, (raw, finding) in enumerate(checked.findings):
             if not _on_lines(_finding_range(finding, lines), request_range):
@@ -197,6 +199,9 @@ def code_actions(
             fix_action = _quick_fix(checked, index, shown, lines, resolve)
             if fix_action is not None:
                 actions.append(fix_action)
+            if (finding.code, finding.location.row) in silenced:
+                continue
+            silenced.add((finding.code, finding.location.row))
             noqa = noqa_edits(checked, finding.code, finding.location.row, finding.end_location.row, lines)
             if noqa is not None:
                 actions.append(_action(f"Disable {finding.code} for this line", QUICKFIX, checked.uri, noqa, [shown]))
