@@ -59,6 +59,10 @@ class _BatchedPass(cst.CSTVisitor):
         #: checks, and (apart) conditions that only hold in a distributed run.
         self.guard_roots: Dict[int, int] = {}
         self.distributed_roots: Dict[int, int] = {}
+        #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
+        self.setups = (
+            guards.distributed_setups(ctx.module) if "init_process_group" in ctx.source else guards.DISTRIBUTED_SETUPS
+        )
         #: Whitespace and punctuation subtrees that no handler looks at are not walked.
         self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
 
@@ -121,7 +125,7 @@ class _BatchedPass(cst.CSTVisitor):
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
-        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s) for s in body):
+        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s, self.setups) for s in body):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
@@ -168,6 +172,10 @@ class _BatchedPass(cst.CSTVisitor):
         if not isinstance(body, (list, tuple)):
             return
         qualname = self.ctx.qualname
+        if type(node) is cst.Module and "__main__" in self.ctx.source and guards.gpu_gated_program(node, qualname):
+            for statement in body:
+                if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    self._guard(statement.body)
         for index, statement in enumerate(body):
             exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
@@ -179,7 +187,7 @@ class _BatchedPass(cst.CSTVisitor):
                     type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
                     for small in statement.body
                 )
-                distributed = not exits and guards.sets_up_distributed(statement)
+                distributed = not exits and guards.sets_up_distributed(statement, self.setups)
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)
