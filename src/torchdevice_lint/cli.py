@@ -170,9 +170,12 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
     rule.add_argument("--write-docs", metavar="DIR", help="write every rule's page and an index as Markdown into DIR")
+    commands.add_parser("server", help="run the language server over stdio (needs the lsp extra)")
     args = parser.parse_args(argv)
     if args.command == "rule":
         return _rule_command(parser, args)
+    if args.command == "server":
+        return _server_command()
     try:
         return _check_command(args)
     except ConfigError as error:
@@ -196,6 +199,17 @@ def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         _error(f"torchdevice-lint: error: unknown rule {args.code!r} (see `torchdevice-lint rule --all`)")
         return EXIT_ERROR
     return EXIT_CLEAN
+
+
+def _server_command() -> int:
+    try:
+        from .server import serve  # pygls is imported only when the server starts
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        _error("torchdevice-lint: error: the language server needs pygls: pip install 'torchdevice-lint[lsp]'")
+        return EXIT_ERROR
+    return serve()
 
 
 def _check_command(args: argparse.Namespace) -> int:
