@@ -9,14 +9,13 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 from __future__ import annotations
 
 import ast
-import re
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence, Type
+from typing import Dict, Optional, Sequence, Type
 
 import libcst as cst
 
-from . import guards
-from .context import Analysis, FileContext, RawFinding
+from . import guards, noqa
+from .context import Analysis, FileContext
 from .inference.shape import child_blocks
 from .positions import node_positions
 from .prefilter import Unparsable
@@ -24,10 +23,6 @@ from .rule import Rule
 from .settings import Settings
 from .syntax import dotted_name
 from .walk import TRIVIA_TYPES, walk
-
-NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -57,6 +52,10 @@ class _BatchedPass(cst.CSTVisitor):
         #: checks, and (apart) conditions that only hold in a distributed run.
         self.guard_roots: Dict[int, int] = {}
         self.distributed_roots: Dict[int, int] = {}
+        #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
+        self.setups = (
+            guards.distributed_setups(ctx.module) if "init_process_group" in ctx.source else guards.DISTRIBUTED_SETUPS
+        )
         #: Whitespace and punctuation subtrees that no handler looks at are not walked.
         self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
 
@@ -119,7 +118,7 @@ class _BatchedPass(cst.CSTVisitor):
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
-        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s) for s in body):
+        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s, self.setups) for s in body):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
@@ -129,12 +128,12 @@ class _BatchedPass(cst.CSTVisitor):
         if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
-            sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
+            sign = self.ctx.classify(decorator.args[0].value)
             return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
         return False
 
     def _if(self, node: cst.If) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -145,7 +144,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _if_exp(self, node: cst.IfExp) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -156,7 +155,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:
-        sign = guards.classify(node.left, self.ctx.qualname)
+        sign = self.ctx.classify(node.left)
         if sign == (guards.POSITIVE if isinstance(node.operator, cst.And) else guards.NEGATIVE):
             self._guard(node.right)
 
@@ -166,18 +165,22 @@ class _BatchedPass(cst.CSTVisitor):
         if not isinstance(body, (list, tuple)):
             return
         qualname = self.ctx.qualname
+        if type(node) is cst.Module and "__main__" in self.ctx.source and guards.gpu_gated_program(node, qualname):
+            for statement in body:
+                if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    self._guard(statement.body)
         for index, statement in enumerate(body):
             exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
                 if guards.terminates(statement.body):
-                    exits = guards.classify(statement.test, qualname) == guards.NEGATIVE
+                    exits = self.ctx.classify(statement.test) == guards.NEGATIVE
                     distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
-                    type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
+                    type(small) is cst.Assert and self.ctx.classify(small.test) == guards.POSITIVE
                     for small in statement.body
                 )
-                distributed = not exits and guards.sets_up_distributed(statement)
+                distributed = not exits and guards.sets_up_distributed(statement, self.setups)
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)
@@ -222,10 +225,13 @@ def analyze_module(
         ctx.stack.pop()
     positions: dict = {}
     findings = ctx.findings
+    suppressions = noqa.LineSuppressions(source)
     if findings:
         positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
-        findings = _unsuppressed(findings, positions, source)
-    return Analysis(module, ctx, findings, positions)
+        findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
+    unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
+    unused = suppressions.unused(source) if unused_rule else []
+    return Analysis(module, ctx, findings, positions, unused_noqa=[(unused_rule, d) for d in unused])
 
 
 def _add_imports(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> None:
@@ -253,24 +259,5 @@ def syntax_error_message(source: str, error: cst.ParserSyntaxError) -> str:
     return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
 
 
-def _unsuppressed(findings: List[RawFinding], positions: dict, source: str) -> List[RawFinding]:
-    lines = source.splitlines()
-    kept = []
-    for raw in findings:
-        code_range = positions[raw.node]
-        rows = {code_range.start.line, code_range.end.line}
-        if not any(_noqa_covers(lines, row, raw.rule.code) for row in rows):
-            kept.append(raw)
-    return kept
-
-
-def _noqa_covers(lines: List[str], row: int, code: str) -> bool:
-    if row - 1 >= len(lines) or "noqa" not in lines[row - 1].lower():
-        return False
-    match = NOQA.search(lines[row - 1])
-    if match is None:
-        return False
-    codes = match.group("codes")
-    if not codes:
-        return True
-    return any(code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c)
+def _rows(code_range) -> set:
+    return {code_range.start.line, code_range.end.line}

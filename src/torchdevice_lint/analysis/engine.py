@@ -8,10 +8,10 @@ without it, and ``batched.py`` (the LibCST half) is imported for the first file 
 from __future__ import annotations
 
 import gc
-import re
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
-from .findings import FileError, FileResult, Finding, Location
+from . import noqa
+from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
 from .prefilter import Unparsable, parse_facts
 from .registry import all_rules
 from .rule import Rule
@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 
     from .context import Analysis, RawFinding
 
-FILE_NOQA = re.compile(r"^#\s*(?:torchdevice-lint|flake8|ruff)\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
-
-
 class Engine:
     def __init__(self, settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None) -> None:
         self.settings = settings or Settings()
@@ -34,11 +31,15 @@ class Engine:
         self.rules = [r for r in candidates if self.settings.is_enabled(r.code, r.default_enabled)]
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
-        """Rules enabled for this path whose triggers the file contains (the first stage).
-        Raises ``Unparsable`` when CPython cannot parse the file; ``tree`` is its ``ast`` if
-        the caller has one."""
+        """Rules enabled for this path whose triggers the file contains (the first stage); none
+        for a file with ``# torchdevice-lint: noqa``. Raises ``Unparsable`` when CPython cannot
+        parse the file; ``tree`` is its ``ast`` if the caller has one."""
         facts = parse_facts(source, tree)
-        extra_ignores = self.settings.ignores_for(path) if self.settings.per_file_ignores else ()
+        extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
+        exempt = noqa.file_exemption(source)
+        if exempt == ():
+            return []
+        extra_ignores.extend(exempt or ())
         selected = []
         for rule in self.rules:
             if extra_ignores and not self.settings.is_enabled(rule.code, rule.default_enabled, extra_ignores):
@@ -52,7 +53,7 @@ class Engine:
     ) -> Optional["Analysis"]:
         """Run the rules; None when no enabled rule can fire on the file. Raises ``Unparsable``."""
         rule_classes = self.rules_for(path, source, tree)
-        if not rule_classes or FILE_NOQA.search(source):
+        if not rule_classes:
             return None
         from .batched import analyze_module  # LibCST, for the files that need it
 
@@ -83,7 +84,9 @@ class Engine:
         if analysis is None:
             return result
         result.parsed = True
-        result.findings = [to_finding(path, raw, analysis, with_edits) for raw in analysis.findings]
+        findings = [to_finding(path, raw, analysis, with_edits) for raw in analysis.findings]
+        findings.extend(_unused_noqa_finding(path, rule, directive) for rule, directive in analysis.unused_noqa)
+        result.findings = sorted(findings, key=position_key)
         return result
 
 
@@ -107,4 +110,17 @@ def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: b
         location=start,
         end_location=end,
         fix=fix_info(raw, analysis, with_edits) if raw.fix else None,
+    )
+
+
+def _unused_noqa_finding(path: str, rule: Type[Rule], directive: noqa.UnusedDirective) -> Finding:
+    codes = ", ".join(directive.codes)
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        message=rule.message.format(codes=codes),
+        filename=path,
+        location=Location(directive.row, directive.column),
+        end_location=Location(directive.row, directive.end_column),
+        fix=FixInfo(rule.fix_safety.value, rule.fix_title or "", []),
     )

@@ -41,6 +41,8 @@ class Facts:
     strings: Set[str] = field(default_factory=set)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
+    #: The text itself, for what the tree does not hold (comments).
+    source: str = ""
 
 
 def parse_facts(source: str, tree: ast.AST = None) -> Facts:
@@ -57,11 +59,11 @@ def parse_facts(source: str, tree: ast.AST = None) -> Facts:
             raise Unparsable("file is nested too deeply to analyse") from None
         except ValueError as error:  # null bytes
             raise Unparsable(f"syntax error at 1:1: {error}") from None
-    return _collect(tree)
+    return _collect(tree, source)
 
 
-def _collect(tree: ast.AST) -> Facts:
-    facts = Facts()
+def _collect(tree: ast.AST, source: str) -> Facts:
+    facts = Facts(source=source)
     identifiers, calls, keywords, strings, bases = (
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
@@ -130,18 +132,20 @@ class Triggers(Trigger):
     ``keywords``: a call with this keyword argument.
     ``strings``: a string literal (or an f-string's literal text) starting with this.
     ``bases``: a class with a base whose last name ends with this.
+    ``text``: this anywhere in the file's text, comments included.
     """
 
-    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=()) -> None:
+    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=(), text=()) -> None:
         self.names = _frozen(names)
         self.calls = _frozen(calls)
         self.keywords = _frozen(keywords)
         self.strings = tuple(sorted(_frozen(strings)))
         self.bases = tuple(sorted(_frozen(bases)))
+        self.text = tuple(sorted(_frozen(text)))
         self._dotted = tuple(tuple(name.split(".")) for name in sorted(self.names))
 
     def __repr__(self) -> str:
-        fields = ("names", "calls", "keywords", "strings", "bases")
+        fields = ("names", "calls", "keywords", "strings", "bases", "text")
         shown = ", ".join(f"{name}={sorted(getattr(self, name))}" for name in fields if getattr(self, name))
         return f"Triggers({shown})"
 
@@ -153,7 +157,9 @@ class Triggers(Trigger):
             return True
         if self.strings and any(text.startswith(self.strings) for text in facts.strings):
             return True
-        return bool(self.bases) and any(base.endswith(self.bases) for base in facts.bases)
+        if self.bases and any(base.endswith(self.bases) for base in facts.bases):
+            return True
+        return any(text in facts.source for text in self.text)
 
 
 @dataclass(frozen=True)
