@@ -54,7 +54,7 @@ def _compare_device_string(value: Optional[str]) -> int:
 
 
 #: The default of a user flag (None: unknown, or derived from an availability check).
-FlagDefault = Callable[[cst.BaseExpression], Optional[bool]]
+FlagDefault = Callable[["cst.BaseExpression"], Optional[bool]]
 
 
 def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optional[FlagDefault] = None) -> int:
