@@ -18,6 +18,7 @@ import libcst as cst
 from ..analysis.engine import Engine, syntax_error_message, to_finding
 from ..analysis.findings import FileError, FileResult
 from ..analysis.fixer import FixError, fix_source
+from ..analysis.pyparse import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.
@@ -126,6 +127,9 @@ def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFi
         remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
     except SourceError as error:
         result.error = _source_error(path, error)
+        return result
+    except Unparsable as error:
+        result.error = FileError(path, str(error))
         return result
     except cst.ParserSyntaxError as error:
         result.error = FileError(path, syntax_error_message(source.text, error))
