@@ -4,6 +4,11 @@ Each file is independent (no full-repository pass), so the files a cache does no
 spread over a process pool, largest first so no worker is left with a big file at the end.
 Few files are checked in this process: starting workers costs more than it saves there, and a
 single file or stdin never needs them. Results come back in the order of ``paths``.
+
+A worker that dies (a crash in native code, the OOM killer) costs only the file it was checking:
+workers mark each file they start in shared memory, so when the pool breaks, the files started
+and not answered are checked again one at a time, each in a pool of its own; the one that kills
+its pool again gets a one-line error, and the files no worker had started go to a new pool.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from ..analysis.engine import Engine
-from ..analysis.findings import FileResult
+from ..analysis.findings import FileError, FileResult
 from .cache import ResultCache, content_hash
 from .runner import check_file
 from .sources import SourceError, SourceFile, read_source
@@ -25,6 +31,8 @@ MIN_FILES_PER_WORKER = 4
 MAX_BATCH = 8
 
 _worker_engine: Optional[Engine] = None
+#: Shared with the parent: 1 at a file's index once a worker has started checking it.
+_worker_started = None
 
 
 def available_cores() -> int:
@@ -42,13 +50,17 @@ def _read(path: str) -> Optional[SourceFile]:
         return None
 
 
-def _start_worker(engine: Engine) -> None:
-    global _worker_engine
-    _worker_engine = engine
+def _start_worker(engine: Engine, started) -> None:
+    global _worker_engine, _worker_started
+    _worker_engine, _worker_started = engine, started
 
 
 def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
-    return [(index, check_file(_worker_engine, path, with_edits, source=source)) for index, path, source in batch]
+    results = []
+    for index, path, source in batch:
+        _worker_started[index] = 1
+        results.append((index, check_file(_worker_engine, path, with_edits, source=source)))
+    return results
 
 
 def _pool_context():
@@ -101,10 +113,39 @@ def check_paths(
 
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
-    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
-    batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
+    """``(index, result)`` for every pending file, whatever happens to the workers."""
+    started = _pool_context().RawArray("b", max(index for index, _, _ in pending) + 1)
+    remaining = list(pending)
+    while remaining:
+        answered = set()
+        for index, result in _pool_round(engine, remaining, with_edits, workers, started):
+            answered.add(index)
+            yield index, result
+        left = [item for item in remaining if item[0] not in answered]
+        suspects = [item for item in left if started[item[0]]]
+        if left and not suspects:  # the pool broke before any file was started
+            for index, path, _ in left:
+                yield index, FileResult(path, error=FileError(path, "internal error (the worker processes could not start); please report this as a bug"))
+            return
+        for item in suspects:  # alone in a pool: a crash now is this file's own
+            alone = list(_pool_round(engine, [item], with_edits, 1, started))
+            yield from alone or [(item[0], FileResult(item[1], error=FileError(item[1], WORKER_DIED)))]
+        remaining = [item for item in left if not started[item[0]]]
+
+
+WORKER_DIED = "internal error (the process checking this file died); please report this as a bug"
+
+
+def _pool_round(engine: Engine, items, with_edits: bool, workers: int, started):
+    """The results a pool gives for ``items`` before it ends or breaks."""
+    largest_first = sorted(items, key=lambda item: -len(item[2].text) if item[2] else 0)
+    batch_size = max(1, min(MAX_BATCH, len(items) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine,)) as pool:
+    with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine, started)) as pool:
         futures = [pool.submit(_check_batch, batch, with_edits) for batch in batches]
         for future in futures:
-            yield from future.result()
+            try:
+                batch_results = future.result()
+            except BrokenProcessPool:
+                continue  # other batches may have finished before the break
+            yield from batch_results
