@@ -34,6 +34,7 @@ _KEYS = {
     "exclude": "codes",
     "extend-exclude": "codes",
     "target-torch-version": "str",
+    "per-file-timeout": "seconds",
 }
 
 
@@ -72,8 +73,8 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             known = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
-    settings = Settings(root=root, **values)
     try:
+        settings = Settings(root=root, **values)
         settings.target_version()  # reject a malformed version now, not at the first fix
         settings.binding_imports()  # and a malformed device-import
     except ConfigError as error:
@@ -98,6 +99,10 @@ def _check_value(key: str, kind: str, value, source: str):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{source}: {key} must be a list of strings")
         return tuple(value)
+    if kind == "seconds":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ConfigError(f"{source}: {key} must be a number of seconds (0: no limit)")
+        return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")

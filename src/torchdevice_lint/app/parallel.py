@@ -9,12 +9,19 @@ A worker that dies (a crash in native code, the OOM killer) costs only the file 
 workers mark each file they start in shared memory, so when the pool breaks, the files started
 and not answered are checked again one at a time, each in a pool of its own; the one that kills
 its pool again gets a one-line error, and the files no worker had started go to a new pool.
+
+``per-file-timeout`` is enforced in this process by a timer that interrupts Python code, which
+cannot stop LibCST's native parser. A worker also arms a CPU-time timer at twice the budget whose
+signal ends the process even inside native code; its file, started longer ago than the budget
+when the pool broke, gets the over-budget error without being checked again.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -22,7 +29,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from ..analysis.engine import Engine
 from ..analysis.findings import FileError, FileResult
 from .cache import ResultCache, content_hash
-from .runner import check_file
+from .runner import check_file, over_budget_error
 from .sources import SourceError, SourceFile, read_source
 
 #: Below this many files per worker the pool is not started.
@@ -31,7 +38,7 @@ MIN_FILES_PER_WORKER = 4
 MAX_BATCH = 8
 
 _worker_engine: Optional[Engine] = None
-#: Shared with the parent: 1 at a file's index once a worker has started checking it.
+#: Shared with the parent: at a file's index, when a worker started checking it (monotonic clock).
 _worker_started = None
 
 
@@ -57,9 +64,18 @@ def _start_worker(engine: Engine, started) -> None:
 
 def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
     results = []
+    budget = _worker_engine.settings.per_file_timeout
+    hard_limit = budget and hasattr(signal, "setitimer")
     for index, path, source in batch:
-        _worker_started[index] = 1
-        results.append((index, check_file(_worker_engine, path, with_edits, source=source)))
+        _worker_started[index] = time.monotonic()
+        if hard_limit:  # SIGPROF's default action ends the process, even inside native code
+            signal.signal(signal.SIGPROF, signal.SIG_DFL)
+            signal.setitimer(signal.ITIMER_PROF, 2 * budget)
+        try:
+            results.append((index, check_file(_worker_engine, path, with_edits, source=source)))
+        finally:
+            if hard_limit:
+                signal.setitimer(signal.ITIMER_PROF, 0)
     return results
 
 
@@ -106,7 +122,8 @@ def check_paths(
 
     if cache is not None:
         for index, path, source in pending:
-            if source is not None:  # the result, even an error, follows from bytes and build
+            error = results[index].error
+            if source is not None and not (error and error.transient):  # the result follows from bytes and build
                 cache.put(path, digests[index], results[index])
         cache.save()
     return results
@@ -114,13 +131,15 @@ def check_paths(
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
     """``(index, result)`` for every pending file, whatever happens to the workers."""
-    started = _pool_context().RawArray("b", max(index for index, _, _ in pending) + 1)
+    started = _pool_context().RawArray("d", max(index for index, _, _ in pending) + 1)
+    budget = engine.settings.per_file_timeout
     remaining = list(pending)
     while remaining:
         answered = set()
         for index, result in _pool_round(engine, remaining, with_edits, workers, started):
             answered.add(index)
             yield index, result
+        ended = time.monotonic()
         left = [item for item in remaining if item[0] not in answered]
         suspects = [item for item in left if started[item[0]]]
         if left and not suspects:  # the pool broke before any file was started
@@ -128,6 +147,9 @@ def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
                 yield index, FileResult(path, error=FileError(path, "internal error (the worker processes could not start); please report this as a bug"))
             return
         for item in suspects:  # alone in a pool: a crash now is this file's own
+            if budget and ended - started[item[0]] >= budget:
+                yield item[0], FileResult(item[1], error=over_budget_error(item[1], budget))
+                continue
             alone = list(_pool_round(engine, [item], with_edits, 1, started))
             yield from alone or [(item[0], FileResult(item[1], error=FileError(item[1], WORKER_DIED)))]
         remaining = [item for item in left if not started[item[0]]]
