@@ -20,7 +20,7 @@ from .analysis.settings import ConfigError, Settings
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .app.config import load_settings, split_codes
 from .app.docs import rule_page, write_rule_docs
-from .app.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
+from .app.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, printable, render, summary, wants_colour
 from .app.parallel import check_paths
 from .app.progress import Progress
 from .app.runner import StopOnInterrupt, check_file, fix_file
@@ -91,7 +91,7 @@ def _stdin_source(args: argparse.Namespace) -> Optional[SourceFile]:
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr)
+    print("\n".join(printable(line) for line in message.split("\n")), file=sys.stderr)
 
 
 # -- torchdevice-lint ---------------------------------------------------------------------------

@@ -3,8 +3,10 @@ and returns the text to print; ``render`` picks one by name."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from pathlib import PurePath
@@ -295,7 +297,42 @@ MACHINE_FORMATS = {"json", "sarif", "junit"}
 FORMATS_WITH_EDITS = {"json", "sarif"}
 
 
+#: C0 and C1 control characters and the bidirectional overrides of "Trojan Source": nothing a
+#: file name, a message or a cached result holds may move the cursor, recolour or retitle the
+#: terminal, or reorder or hide what is printed.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # tabs are laid out
+
+
+def printable(text: str, pattern: "re.Pattern[str]" = _UNPRINTABLE) -> str:
+    """``text`` with those characters written as Python escapes (``\\x1b``), on one line."""
+    return pattern.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
+def _printable_results(results: Sequence[FileResult]) -> List[FileResult]:
+    cleaned = []
+    for result in results:
+        findings = [
+            dataclasses.replace(
+                f,
+                filename=printable(f.filename),
+                message=printable(f.message),
+                fix=f.fix and dataclasses.replace(f.fix, message=printable(f.fix.message)),
+            )
+            for f in result.findings
+        ]
+        error = result.error and dataclasses.replace(result.error, filename=printable(result.error.filename), message=printable(result.error.message))
+        cleaned.append(dataclasses.replace(result, filename=printable(result.filename), findings=findings, error=error))
+    return cleaned
+
+
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
+    if name not in ("json", "sarif"):  # JSON escapes control characters itself
+        results = _printable_results(results)
+        sources = {
+            printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in text.splitlines())
+            for path, text in sources.items()
+        }
     if name == "full":
         return full(results, sources, colour=colour)
     return FORMATS[name](results, sources)
@@ -315,7 +352,7 @@ def summary(results: Sequence[FileResult], colour: bool = False) -> str:
         return f"{style(verdict, BOLD)} ({files_text}).{unchecked}"
     with_findings = sum(1 for r in results if r.findings)
     per_rule = Counter(f.code for f in findings)
-    names = {f.code: f.name for f in findings}
+    names = {f.code: printable(f.name) for f in findings}
     width = len(str(max(per_rule.values())))
     lines = [
         style(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}", BOLD)
