@@ -7,7 +7,9 @@ Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+import traceback
 from collections import Counter
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -94,7 +96,23 @@ def _error(message: str) -> None:
     print("\n".join(printable(line) for line in message.split("\n")), file=sys.stderr)
 
 
+def _internal_errors_exit_2(main):
+    """A crash of the tool itself exits 2 (an error), never 1, which means "findings"."""
+
+    @functools.wraps(main)
+    def guarded(argv: Optional[List[str]] = None) -> int:
+        try:
+            return main(argv)
+        except Exception as error:  # noqa: BLE001 - the last line of defence
+            traceback.print_exc()
+            _error(f"torchdevice-{main.__name__.split('_')[0]}: internal error ({error.__class__.__name__}); please report this as a bug")
+            return EXIT_ERROR
+
+    return guarded
+
+
 # -- torchdevice-lint ---------------------------------------------------------------------------
+@_internal_errors_exit_2
 def lint_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-lint", description="Find device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-lint {__version__}")
@@ -191,6 +209,7 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
 
 
 # -- torchdevice-fix ----------------------------------------------------------------------------
+@_internal_errors_exit_2
 def fix_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-fix", description="Rewrite device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-fix {__version__}")

@@ -147,9 +147,16 @@ def fix_file(
         except SourceChanged:
             source = None  # re-read and fix what is there now
         except SourceError as error:
-            result.error = _source_error(path, error)
-            return result
-    result.error = FileError(path, "file kept changing on disk while it was being fixed; left as it is")
+            return _unwritten(result, _source_error(path, error))
+    return _unwritten(result, FileError(path, "file kept changing on disk while it was being fixed; left as it is"))
+
+
+def _unwritten(result: FixResult, error: FileError) -> FixResult:
+    """A fix that could not be written: nothing was fixed, and the file's findings are those of
+    the error line, not of the text that was never written."""
+    result.error = error
+    result.applied = {}
+    result.remaining = None
     return result
 
 
