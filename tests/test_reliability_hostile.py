@@ -204,16 +204,6 @@ def test_an_internal_error_exits_2_not_1(tmp_path, capsys, monkeypatch):
 
 
 # -- 7. writes ----------------------------------------------------------------------------------
-def test_a_file_without_write_permission_is_not_rewritten_even_by_root(tmp_path, capsys):
-    script = tmp_path / "train.py"
-    script.write_text(LOAD)
-    script.chmod(0o444)
-    code, _, err = run(capsys, cli.fix_main, str(script))
-    assert code == 2
-    assert f"{script}: error: cannot write file: file is read-only" in err
-    assert script.read_text() == LOAD
-
-
 def test_hard_links_all_see_the_fix(tmp_path, capsys):
     script = tmp_path / "train.py"
     script.write_text(LOAD)
