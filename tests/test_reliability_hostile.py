@@ -181,14 +181,14 @@ def test_a_full_disk_leaves_no_temporary_cache_file(tmp_path, monkeypatch):
 def test_control_characters_are_printed_as_escapes(tmp_path, capsys):
     script = tmp_path / "evil\x1b[2J\x1b]0;title\x07.py"
     script.write_text(HAZARD)
-    broken = tmp_path / "also\x1b[31m.py"
+    broken = tmp_path / "also\x1b[31m\nx.py"
     broken.write_text("import torch\nx = torch.ones(2).cuda(\n")
     for output_format in ("concise", "full", "github"):
         code, out, err = run(capsys, cli.lint_main, "check", "--no-cache", "--output-format", output_format, str(tmp_path))
         assert code == 2
         assert "\x1b" not in out and "\x07" not in out and "\x1b" not in err
         assert "evil\\x1b[2J\\x1b]0;title\\x07.py" in out
-        assert "also\\x1b[31m.py: error: syntax error" in err
+        assert "also\\x1b[31m\\nx.py: error: syntax error" in err
 
 
 # -- 6. a crash of the tool exits 2 -------------------------------------------------------------

@@ -93,7 +93,8 @@ def _stdin_source(args: argparse.Namespace) -> Optional[SourceFile]:
 
 
 def _error(message: str) -> None:
-    print("\n".join(printable(line) for line in message.split("\n")), file=sys.stderr)
+    """One line on stderr, whatever a file name or message holds (control characters escaped)."""
+    print(printable(message), file=sys.stderr)
 
 
 def _internal_errors_exit_2(main):
@@ -265,7 +266,8 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     remaining = [r.remaining for r in results if r.remaining is not None]
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
-    _error(_fix_summary(results, remaining, args, settings.unsafe_fixes))
+    for line in _fix_summary(results, remaining, args, settings.unsafe_fixes).splitlines():
+        _error(line)
     return _fix_exit(results, args, missing)
 
 
