@@ -294,11 +294,17 @@ def to_finding(path: str, raw: RawFinding, analysis: Analysis, with_edits: bool)
 
 def _unsuppressed(findings: List[RawFinding], positions: dict, source: str) -> List[RawFinding]:
     lines = source.splitlines()
+    covered: Dict[Tuple[int, str], bool] = {}  # per line and code: one long line can hold thousands of findings
     kept = []
     for raw in findings:
         code_range = positions[raw.node]
-        rows = {code_range.start.line, code_range.end.line}
-        if not any(_noqa_covers(lines, row, raw.rule.code) for row in rows):
+        suppressed = False
+        for row in {code_range.start.line, code_range.end.line}:
+            key = (row, raw.rule.code)
+            if key not in covered:
+                covered[key] = _noqa_covers(lines, row, raw.rule.code)
+            suppressed = suppressed or covered[key]
+        if not suppressed:
             kept.append(raw)
     return kept
 

@@ -60,9 +60,9 @@ def concise(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _frame(finding: Finding, source: str, style: _Style) -> List[str]:
-    """The finding's first line with one line of context either side and carets under it."""
-    lines = source.splitlines()
+def _frame(finding: Finding, lines: List[str], style: _Style) -> List[str]:
+    """The finding's first line (of the file's ``lines``) with one line of context either side
+    and carets under it."""
     row = finding.location.row
     if not 0 < row <= len(lines):
         return []
@@ -92,11 +92,14 @@ _FIX_HINTS = {
 def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
     style = _Style(colour)
     blocks = []
+    lines_of: Dict[str, List[str]] = {}
     for result in results:
         for f in result.findings:
             position = style(f"{f.filename}:{f.location.row}:{f.location.column}:", BOLD)
             block = [f"{position} {style(f.code, RED, BOLD)}{_marker(f)} {f.message}"]
-            block.extend(_frame(f, sources.get(f.filename, ""), style))
+            if f.filename not in lines_of:  # split once per file, not once per finding
+                lines_of[f.filename] = sources.get(f.filename, "").splitlines()
+            block.extend(_frame(f, lines_of[f.filename], style))
             if f.fix:
                 label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability == "safe" else YELLOW, BOLD)
                 block.append(f"{' ' * (len(str(f.location.row + 1)) + 1)}= {label}: {f.fix.message}")
