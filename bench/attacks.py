@@ -470,7 +470,7 @@ def _(tmp):
     if os.geteuid() != 0 or run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", str(disk)], tmp).returncode:
         return None
     try:
-        text = LOAD + "#" * (4060 - len(LOAD)) + "\n"
+        text = LOAD + "#" * (4080 - len(LOAD)) + "\n"  # one 4 KiB page; fixed, two
         for index in range(20):
             (disk / f"m{index}.py").write_text(text)
         with open(disk / "filler", "wb", buffering=0) as filler, contextlib.suppress(OSError):
@@ -491,9 +491,12 @@ def _(tmp):
     marker = tmp / "ran"
     for name in ("torch", "libcst", "conftest", "__init__"):
         (tmp / f"{name}.py").write_text(f"open({str(marker)!r}, 'w')\n" + HAZARD)
-    check(tmp, ".")
-    fix(tmp, ".")
-    return not marker.exists()
+    scripts = Path(sys.executable).parent  # the console scripts, as users run them (`python -c` would import ./torch.py itself)
+    if not (scripts / "torchdevice-lint").exists():
+        return None
+    run([str(scripts / "torchdevice-lint"), "check", "."], tmp)
+    run([str(scripts / "torchdevice-fix"), "--unsafe-fixes", "."], tmp)
+    return not marker.exists() and "to(device)" in (tmp / "torch.py").read_text()
 
 
 @attempt("process", "a worker that dies costs only its file")
