@@ -36,6 +36,7 @@ from .sources import SourceError, SourceFile, read_source
 MIN_FILES_PER_WORKER = 4
 #: Files handed to a worker at a time: enough to keep the pipe quiet, few enough to balance.
 MAX_BATCH = 8
+WORKER_DIED = "internal error (the process checking this file died); please report this as a bug"
 
 _worker_engine: Optional[Engine] = None
 #: Shared with the parent: at a file's index, when a worker started checking it (monotonic clock).
@@ -153,9 +154,6 @@ def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
             alone = list(_pool_round(engine, [item], with_edits, 1, started))
             yield from alone or [(item[0], FileResult(item[1], error=FileError(item[1], WORKER_DIED)))]
         remaining = [item for item in left if not started[item[0]]]
-
-
-WORKER_DIED = "internal error (the process checking this file died); please report this as a bug"
 
 
 def _pool_round(engine: Engine, items, with_edits: bool, workers: int, started):
