@@ -220,6 +220,7 @@ def _(tmp):
 
 
 def _cpu_seconds(tmp: Path, lines: int) -> float:
+    (tmp / "pyproject.toml").write_text("[tool.torchdevice-lint]\nper-file-timeout = 0\n")
     (tmp / f"g{lines}.py").write_text("import torch\n" + "".join(f"x{i} = torch.ones(2).cuda()\n" for i in range(lines)))
     before = os.times()
     result = check(tmp, f"g{lines}.py")

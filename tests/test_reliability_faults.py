@@ -79,7 +79,7 @@ def test_a_file_over_the_budget_gets_an_error_and_the_run_goes_on(tmp_path, monk
     results = parallel.check_paths(engine, paths, jobs=1, cache=cache)
 
     assert time.monotonic() - started < 20
-    assert str(results[1].error) == f"{paths[1]}: error: took longer than per-file-timeout (0.5 s); skipped"
+    assert str(results[1].error) == f"{paths[1]}: error: took longer than per-file-timeout (0.5 CPU seconds); skipped"
     assert [len(r.findings) for r in results] == [1, 0, 1]
     reloaded = ResultCache(tmp_path / "cache", engine.settings, with_edits=False)
     assert reloaded.get(paths[1], content_hash(open(paths[1], "rb").read())) is None  # a timeout is not cached
@@ -92,7 +92,7 @@ def test_a_worker_stuck_where_python_cannot_interrupt_it_is_stopped(tmp_path, mo
 
     def stuck_on_one_file(engine, path, *args, **kwargs):
         if path == paths[5]:  # as inside native code: the interrupting timer's signal never arrives
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGVTALRM})
             _spin(60)
         return real_check_file(engine, path, *args, **kwargs)
 
@@ -101,7 +101,7 @@ def test_a_worker_stuck_where_python_cannot_interrupt_it_is_stopped(tmp_path, mo
     results = parallel.check_paths(Engine(Settings(per_file_timeout=0.5)), paths, jobs=2)
 
     assert time.monotonic() - started < 30
-    assert "took longer than per-file-timeout (0.5 s)" in str(results[5].error)
+    assert "took longer than per-file-timeout (0.5 CPU seconds)" in str(results[5].error)
     assert all(r.error is None and len(r.findings) == 1 for r in results[:5] + results[6:])
 
 

@@ -55,8 +55,8 @@ class Settings:
     target_torch_version: str = "2.4"
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
-    #: Seconds one file may take to check or fix before it gets an error and the run goes on
-    #: (0: no limit). Generated files can take minutes; no real source file takes seconds.
+    #: CPU seconds one file may take to check or fix before it gets an error and the run goes
+    #: on (0: no limit). Generated files can take minutes; no real source file takes seconds.
     per_file_timeout: float = 60.0
 
     def __post_init__(self) -> None:

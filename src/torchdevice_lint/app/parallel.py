@@ -10,10 +10,10 @@ workers mark each file they start in shared memory, so when the pool breaks, the
 and not answered are checked again one at a time, each in a pool of its own; the one that kills
 its pool again gets a one-line error, and the files no worker had started go to a new pool.
 
-``per-file-timeout`` is enforced in this process by a timer that interrupts Python code, which
-cannot stop LibCST's native parser. A worker also arms a CPU-time timer at twice the budget whose
-signal ends the process even inside native code; its file, started longer ago than the budget
-when the pool broke, gets the over-budget error without being checked again.
+``per-file-timeout`` (CPU seconds) is enforced by a timer that interrupts Python code, which
+cannot stop LibCST's native parser. A worker also arms a second CPU timer at twice the budget
+whose signal ends the process even inside native code; its file, started longer ago than the
+budget when the pool broke, gets the over-budget error without being checked again.
 """
 
 from __future__ import annotations

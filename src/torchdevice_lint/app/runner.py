@@ -42,14 +42,15 @@ class OverBudget(BaseException):
 
 
 def over_budget_error(path: str, seconds: float) -> FileError:
-    return FileError(path, f"took longer than per-file-timeout ({seconds:g} s); skipped", transient=True)
+    return FileError(path, f"took longer than per-file-timeout ({seconds:g} CPU seconds); skipped", transient=True)
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Raise ``OverBudget`` in the block once ``seconds`` of wall-clock time have passed (main
-    thread of a process with SIGALRM only; elsewhere, and for 0, no limit). Native code, such as
-    LibCST's parser, is interrupted when it returns to Python."""
+    """Raise ``OverBudget`` in the block once it has used ``seconds`` of CPU time (user time:
+    a busy machine does not make a file time out). Main thread of a process with
+    ``setitimer`` only; elsewhere, and for 0, no limit. Native code, such as LibCST's parser,
+    is interrupted when it returns to Python."""
     if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
@@ -57,13 +58,13 @@ def time_limit(seconds: float) -> Iterator[None]:
     def expire(number, frame):
         raise OverBudget
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def check_file(engine: Engine, path: str, with_edits: bool = False, source: Optional[SourceFile] = None) -> FileResult:
