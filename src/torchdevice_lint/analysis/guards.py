@@ -8,7 +8,7 @@ NEGATIVE when it being true means CUDA is absent (``not torch.cuda.is_available(
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Collection, FrozenSet, Optional
 
 import libcst as cst
 
@@ -54,11 +54,15 @@ def _compare_device_string(value: Optional[str]) -> int:
     return NEUTRAL
 
 
-def classify(test: cst.BaseExpression, qualname: QualName) -> int:
+#: The default of a user flag (None: unknown, or derived from an availability check).
+FlagDefault = Callable[[cst.BaseExpression], Optional[bool]]
+
+
+def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optional[FlagDefault] = None) -> int:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return -classify(test.expression, qualname)
+        return -classify(test.expression, qualname, flag_default)
     if isinstance(test, cst.BooleanOperation):
-        left, right = classify(test.left, qualname), classify(test.right, qualname)
+        left, right = classify(test.left, qualname, flag_default), classify(test.right, qualname, flag_default)
         if isinstance(test.operator, cst.And):
             # "a and b" true implies both: any conjunct that proves CUDA is enough.
             return POSITIVE if POSITIVE in (left, right) else (NEGATIVE if left == right == NEGATIVE else NEUTRAL)
@@ -83,7 +87,12 @@ def classify(test: cst.BaseExpression, qualname: QualName) -> int:
         name = last_name(test)
         if name == "is_cuda":
             return POSITIVE
-        return _flag_name(name) if name else NEUTRAL
+        sign = _flag_name(name) if name else NEUTRAL
+        if sign != NEUTRAL and flag_default is not None:
+            default = flag_default(test)
+            if default is not None and default == (sign == POSITIVE):
+                return NEUTRAL  # the user's flag picks the GPU unless told otherwise
+        return sign
     return NEUTRAL
 
 
@@ -222,18 +231,30 @@ def _compare_process_count(left: cst.BaseExpression, operator: cst.BaseCompOp, r
 LAUNCHER_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"})
 
 
-def sets_up_distributed(statement: cst.CSTNode) -> bool:
-    """A statement that creates the process group (``dist.init_process_group(...)``) or reads
-    the launcher's rank (``rank = int(os.environ["RANK"])``): what follows runs distributed."""
+def sets_up_distributed(statement: cst.CSTNode, setups: Collection[str] = DISTRIBUTED_SETUPS) -> bool:
+    """A statement that creates the process group (``dist.init_process_group(...)``, or a call
+    of one of ``setups``: this file's functions that do) or reads the launcher's rank
+    (``rank = int(os.environ["RANK"])``): what follows runs distributed."""
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     for small in statement.body:
         value = getattr(small, "value", None)
-        if isinstance(value, cst.Call) and last_name(value.func) in DISTRIBUTED_SETUPS:
+        if isinstance(value, cst.Call) and last_name(value.func) in setups:
             return True
         if isinstance(small, cst.Assign) and _reads_launcher_variable(value):
             return True
     return False
+
+
+def distributed_setups(module: cst.Module) -> FrozenSet[str]:
+    """``init_process_group`` and the module's functions whose body calls it at top level
+    (``def setup(rank, world): dist.init_process_group(...)``)."""
+    names = set(DISTRIBUTED_SETUPS)
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and isinstance(statement.body, cst.IndentedBlock):
+            if any(sets_up_distributed(inner) for inner in statement.body.body):
+                names.add(statement.name.value)
+    return frozenset(names)
 
 
 def _reads_launcher_variable(value: Optional[cst.BaseExpression]) -> bool:
@@ -243,3 +264,82 @@ def _reads_launcher_variable(value: Optional[cst.BaseExpression]) -> bool:
         return False
     index = value.slice[0].slice
     return isinstance(index, cst.Index) and string_value(index.value) in LAUNCHER_VARIABLES
+
+
+# -- programs that refuse to start without GPUs ----------------------------------------------
+def gpu_gated_program(module: cst.Module, qualname: QualName) -> bool:
+    """Whether the ``__main__`` block runs the program only where GPUs are: it exits unless an
+    availability check holds (``if not verify_min_gpu_count(2): exit()``, the check maybe in a
+    function of the file), or spawns one process per GPU (``mp.spawn(main,
+    nprocs=torch.cuda.device_count())``, none without a GPU). The file's functions then only
+    run on GPU machines."""
+    checks = {
+        statement.name.value
+        for statement in module.body
+        if isinstance(statement, cst.FunctionDef) and _returns_availability(statement, qualname)
+    }
+    for statement in module.body:
+        if isinstance(statement, cst.If) and _is_main_check(statement.test) and isinstance(statement.body, cst.IndentedBlock):
+            return _gates(statement.body.body, checks, qualname)
+    return False
+
+
+def _is_main_check(test: cst.BaseExpression) -> bool:
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == "__name__"
+        and string_value(test.comparisons[0].comparator) == "__main__"
+    )
+
+
+def _returns_availability(function: cst.FunctionDef, qualname: QualName) -> bool:
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    returns = [
+        small.value
+        for statement in body
+        if isinstance(statement, cst.SimpleStatementLine)
+        for small in statement.body
+        if isinstance(small, cst.Return) and small.value is not None
+    ]
+    return bool(returns) and all(_mentions_availability(value, qualname) for value in returns)
+
+
+def _mentions_availability(value: cst.BaseExpression, qualname: QualName) -> bool:
+    if classify(value, qualname) == POSITIVE:
+        return True
+    if isinstance(value, cst.BooleanOperation):
+        return _mentions_availability(value.left, qualname) or _mentions_availability(value.right, qualname)
+    return False
+
+
+def _counts_devices(value: Optional[cst.BaseExpression], qualname: QualName, counts: Collection[str]) -> bool:
+    if isinstance(value, cst.Name):
+        return value.value in counts
+    return isinstance(value, cst.Call) and (
+        qualname(value.func) in AVAILABILITY_CALLS or last_name(value.func) == "device_count"
+    )
+
+
+def _gates(body, checks: Collection[str], qualname: QualName) -> bool:
+    counts: set = set()
+    for statement in body:
+        if isinstance(statement, cst.If) and statement.orelse is None and terminates(statement.body):
+            test = statement.test
+            if classify(test, qualname) == NEGATIVE:
+                return True
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                inner = test.expression
+                if isinstance(inner, cst.Call) and last_name(inner.func) in checks:
+                    return True
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and _counts_devices(small.value, qualname, ()):
+                counts.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+            call = getattr(small, "value", None)
+            if isinstance(call, cst.Call) and last_name(call.func) == "spawn":
+                nprocs = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "nprocs"), None)
+                if _counts_devices(nprocs, qualname, counts):
+                    return True
+    return False
