@@ -57,6 +57,27 @@ def test_a_worker_that_dies_costs_only_its_own_file(tmp_path, monkeypatch, death
     assert all(r.error is None and [f.code for f in r.findings] == ["TDV101"] for r in others)
 
 
+
+@needs_fork
+def test_a_fixing_worker_that_dies_costs_only_its_own_file(tmp_path, monkeypatch):
+    paths = _tree(tmp_path, 40)
+    fatal = paths[17]
+    real_fix_file = parallel.fix_file
+
+    def fix_file_that_dies_on_one_file(engine, path, *args, **kwargs):
+        if path == fatal:
+            os._exit(3)
+        return real_fix_file(engine, path, *args, **kwargs)
+
+    monkeypatch.setattr(parallel, "fix_file", fix_file_that_dies_on_one_file)
+    results = parallel.fix_paths(Engine(), paths, unsafe=True, write=True, jobs=2)
+
+    assert sorted(r.path for r in results) == sorted(paths)
+    [dead] = [r for r in results if r.error is not None]
+    assert str(dead.error) == f"{fatal}: error: {parallel.WORKER_DIED}"
+    assert all(".to(device)" in open(path).read() for path in paths if path != fatal)
+    assert ".cuda()" in open(fatal).read()
+
 def _spin(seconds):
     end = time.process_time() + seconds
     while time.process_time() < end:

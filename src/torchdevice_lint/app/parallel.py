@@ -11,7 +11,7 @@ and not answered are checked again one at a time, each in a pool of its own; the
 its pool again gets a one-line error, and the files no worker had started go to a new pool.
 
 ``per-file-timeout`` (CPU seconds) is enforced by a timer that interrupts Python code, which
-cannot stop LibCST's native parser. A worker also arms a second CPU timer at twice the budget
+cannot stop LibCST's native parser. A checking worker also arms a second CPU timer at twice the budget
 whose signal ends the process even inside native code; its file, started longer ago than the
 budget when the pool broke, gets the over-budget error without being checked again.
 """
@@ -131,44 +131,61 @@ def check_paths(
 
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
-    """``(index, result)`` for every pending file, whatever happens to the workers."""
+    return _run_in_pool(engine, pending, workers, _check_batch, (with_edits,), _start_worker,
+                        lambda path, error: FileResult(path, error=error))
+
+
+def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer, failed, stop: Callable[[], bool] = lambda: False):
+    """``(index, result)`` for every pending file, whatever happens to the workers: ``task``
+    (``_check_batch`` or ``_fix_batch``) on batches; ``failed(path, error)`` is the result of a
+    file whose worker died. ``stop()`` turning true ends the run after the batches in hand."""
     started = _pool_context().RawArray("d", max(index for index, _, _ in pending) + 1)
     budget = engine.settings.per_file_timeout
     remaining = list(pending)
     while remaining:
         answered = set()
-        for index, result in _pool_round(engine, remaining, with_edits, workers, started):
+        for index, result in _pool_round(engine, remaining, workers, started, task, args, initializer, stop):
             answered.add(index)
             yield index, result
+        if stop():
+            return
         ended = time.monotonic()
         left = [item for item in remaining if item[0] not in answered]
         suspects = [item for item in left if started[item[0]]]
         if left and not suspects:  # the pool broke before any file was started
             for index, path, _ in left:
-                yield index, FileResult(path, error=FileError(path, "internal error (the worker processes could not start); please report this as a bug"))
+                yield index, failed(path, FileError(path, "internal error (the worker processes could not start); please report this as a bug"))
             return
         for item in suspects:  # alone in a pool: a crash now is this file's own
             if budget and ended - started[item[0]] >= budget:
-                yield item[0], FileResult(item[1], error=over_budget_error(item[1], budget))
+                yield item[0], failed(item[1], over_budget_error(item[1], budget))
                 continue
-            alone = list(_pool_round(engine, [item], with_edits, 1, started))
-            yield from alone or [(item[0], FileResult(item[1], error=FileError(item[1], WORKER_DIED)))]
+            alone = list(_pool_round(engine, [item], 1, started, task, args, initializer, stop))
+            yield from alone or [(item[0], failed(item[1], FileError(item[1], WORKER_DIED)))]
         remaining = [item for item in left if not started[item[0]]]
 
 
-def _pool_round(engine: Engine, items, with_edits: bool, workers: int, started):
-    """The results a pool gives for ``items`` before it ends or breaks."""
+def _pool_round(engine: Engine, items, workers: int, started, task, args, initializer, stop: Callable[[], bool]):
+    """The results a pool gives for ``items`` before it ends, breaks or is stopped."""
     largest_first = sorted(items, key=lambda item: -len(item[2].text) if item[2] else 0)
     batch_size = max(1, min(MAX_BATCH, len(items) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine, started)) as pool:
-        futures = [pool.submit(_check_batch, batch, with_edits) for batch in batches]
+    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=initializer, initargs=(engine, started))
+    try:
+        futures = [pool.submit(task, batch, *args) for batch in batches]
         for future in futures:
+            if stop():
+                for later in futures:
+                    later.cancel()  # batches not started; the running ones finish their files
+            if future.cancelled():
+                continue
             try:
                 batch_results = future.result()
             except BrokenProcessPool:
                 continue  # other batches may have finished before the break
             yield from batch_results
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- fixing -------------------------------------------------------------------------------------
@@ -177,13 +194,17 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_fix_worker(engine: Engine) -> None:
+def _start_fix_worker(engine: Engine, started) -> None:
     _ignore_interrupts()
-    _start_worker(engine, None)
+    _start_worker(engine, started)
 
 
 def _fix_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], unsafe: bool, write: bool) -> List[Tuple[int, FixResult]]:
-    return [(index, fix_file(_worker_engine, path, unsafe, write, source=source)) for index, path, source in batch]
+    results = []
+    for index, path, source in batch:
+        _worker_started[index] = time.monotonic()
+        results.append((index, fix_file(_worker_engine, path, unsafe, write, source=source)))
+    return results
 
 
 def _nothing_to_fix(cached: FileResult, unsafe: bool) -> bool:
@@ -244,18 +265,5 @@ def fix_paths(
 
 
 def _fix_in_pool(engine: Engine, pending, unsafe: bool, write: bool, workers: int, stop: Callable[[], bool]):
-    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
-    batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
-    batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_fix_worker, initargs=(engine,))
-    try:
-        futures = [pool.submit(_fix_batch, batch, unsafe, write) for batch in batches]
-        for future in futures:
-            if stop():
-                for later in futures:
-                    later.cancel()  # batches not started; the running ones finish their files
-            if future.cancelled():
-                continue
-            yield from future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    return _run_in_pool(engine, pending, workers, _fix_batch, (unsafe, write), _start_fix_worker,
+                        lambda path, error: FixResult(path, error=error), stop)
