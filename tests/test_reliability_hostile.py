@@ -13,6 +13,7 @@ import pytest
 
 from torchdevice_lint import cli
 from torchdevice_lint.analysis import engine as engine_module
+from torchdevice_lint.analysis import noqa
 from torchdevice_lint.analysis.context import FileContext
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.analysis.fixer import fix_source
@@ -70,6 +71,22 @@ def test_checking_time_grows_linearly_with_the_number_of_findings():
     small, large = _check_seconds(400), _check_seconds(1600)
     # Linear is 4x; the per-finding scans that were here made it 12-15x.
     assert large / small < 8, (small, large)
+
+
+def test_a_long_line_with_many_findings_is_searched_for_noqa_once(monkeypatch):
+    searched = []
+
+    class CountingPattern:
+        def search(self, text):
+            searched.append(len(text))
+            return real.search(text)
+
+    real = noqa.NOQA
+    monkeypatch.setattr(noqa, "NOQA", CountingPattern())
+    line = "x = [" + ", ".join("torch.ones(2).cuda()" for _ in range(500)) + "]  # noqa: TDV9"
+    result = Engine().check_source("wide.py", "import torch\n" + line + "\n")
+    assert len(result.findings) == 500
+    assert len(searched) <= 2  # the line, once (and the comment token for unused directives); was once per finding
 
 
 def test_environments_kept_for_factory_fixes_are_bounded(monkeypatch):
