@@ -110,11 +110,12 @@ class _BatchedPass(cst.CSTVisitor):
         self.ctx.add_import(node)
 
     def _scope(self, node: cst.CSTNode) -> None:
-        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
-        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
+        """A ``def cuda(self)`` override (it delegates to ``Module.cuda``) and functions behind a
+        CUDA skip decorator are guarded. Other CUDA-named code is not: a ``CUDACallback``
+        enabled by default runs on every machine."""
         self.ctx.scopes.append(node)
         name = getattr(node, "name", None)
-        if name is not None and guards.names_cuda(name.value):
+        if name is not None and isinstance(node, cst.FunctionDef) and guards.delegates_to_cuda(name.value):
             self._guard(node.body)
             return
         decorators = getattr(node, "decorators", ())

@@ -32,6 +32,13 @@ def names_cuda(name: str) -> bool:
     return "cuda" in lowered or "gpu" in lowered
 
 
+def delegates_to_cuda(function_name: str) -> bool:
+    """``def cuda(self)`` (an override of ``Module.cuda``) and ``move_to_cuda(sample)``-style
+    helpers exist to do the move: their callers decide whether CUDA is there."""
+    name = function_name.lstrip("_").lower()
+    return name == "cuda" or name.endswith(("to_cuda", "to_gpu"))
+
+
 def _flag_name(name: str) -> int:
     """``use_cuda``/``args.gpu`` read as CUDA flags; ``no_cuda``/``cpu_only`` as their negation."""
     lowered = name.lower()

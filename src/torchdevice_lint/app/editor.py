@@ -20,7 +20,8 @@ from urllib.request import url2pathname
 import libcst as cst
 
 from ..analysis.context import Analysis, RawFinding
-from ..analysis.engine import NOQA, Engine, syntax_error_message, to_finding
+from ..analysis.engine import Engine, syntax_error_message, to_finding
+from ..analysis.noqa import NOQA
 from ..analysis.findings import Finding
 from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..analysis.fixes import Applicability

@@ -80,6 +80,14 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\nif args.distributed:\n    torch.cuda.set_device(args.gpu)\n"),
     )
     invalid = (
+        # a CUDA-named class runs wherever it is used (a callback on by default)
+        Invalid(
+            "import torch\n\nclass CUDACallback:\n    def on_train_epoch_end(self, trainer):\n        torch.cuda.synchronize()\n",
+            fixed=(
+                "import torch\n\nclass CUDACallback:\n    def on_train_epoch_end(self, trainer):\n"
+                "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
+            ),
+        ),
         Invalid(
             "import torch\n\ndef step():\n    torch.cuda.synchronize()  # wait for kernels\n",
             fixed="import torch\n\ndef step():\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()  # wait for kernels\n",
