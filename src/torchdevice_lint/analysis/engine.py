@@ -19,6 +19,7 @@ from .context import Analysis, FileContext, RawFinding
 from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
 from .fixer import fix_info
 from .positions import node_positions
+from .pyparse import Unparsable, parse_python
 from .registry import all_rules
 from .rule import Rule
 from .settings import Settings
@@ -227,11 +228,13 @@ class Engine:
         return selected
 
     def analyze(self, path: str, source: str, module: Optional[cst.Module] = None) -> Optional[Analysis]:
-        """Run the pass; None when the pre-filter rules the file out. Raises ParserSyntaxError."""
+        """Run the pass; None when the pre-filter rules the file out. Raises Unparsable or
+        ParserSyntaxError."""
         rule_classes = self.rules_for(path, source)
         if not rule_classes:
             return None
         if module is None:
+            parse_python(source)  # refuses what would crash or stall LibCST (see pyparse.py)
             module = cst.parse_module(source)
         ctx = FileContext(path, source, module, self.settings)
         rules = [rule_class(ctx) for rule_class in rule_classes]
@@ -251,6 +254,9 @@ class Engine:
         result = FileResult(filename=path)
         try:
             analysis = self.analyze(path, source)
+        except Unparsable as error:
+            result.error = FileError(path, str(error))
+            return result
         except cst.ParserSyntaxError as error:
             result.error = FileError(path, syntax_error_message(source, error))
             return result

@@ -6,8 +6,12 @@ the analysis only reads them.
 
 from __future__ import annotations
 
+import ast
+import io
+import keyword
 import os
 import re
+import tokenize
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -58,6 +62,19 @@ class Settings:
     force_exclude: bool = False
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
+    #: CPU seconds one file may take to check or fix before it gets an error and the run goes
+    #: on (0: no limit). Generated files can take minutes; no real source file takes seconds.
+    per_file_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        # Both are written into users' files verbatim: a name that is not an identifier would
+        # turn valid files into syntax errors, and anything but one expression could run code.
+        if not self.device_name.isidentifier() or keyword.iskeyword(self.device_name):
+            raise ConfigError(f"device-name must be a Python identifier, not {self.device_name!r}")
+        if self.device_expression is not None:
+            check_expression(self.device_expression)
+        if isinstance(self.per_file_timeout, bool) or not isinstance(self.per_file_timeout, (int, float)) or not self.per_file_timeout >= 0:
+            raise ConfigError(f"per-file-timeout must be a number of seconds (0: no limit), not {self.per_file_timeout!r}")
 
     def target_version(self) -> tuple:
         """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
@@ -96,6 +113,23 @@ class Settings:
             if path_matches(relative, pattern):
                 codes.extend(pattern_codes)
         return codes
+
+
+def check_expression(code: str) -> None:
+    """Raise ConfigError unless ``code`` is one Python expression on one line, without comments."""
+    problem = None
+    try:
+        ast.parse(code, mode="eval")
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        problem = "is not a Python expression"
+    else:
+        if any(token.type == tokenize.COMMENT for token in tokens):
+            problem = "must not contain a comment"
+        elif any(token.type in (tokenize.NL, tokenize.NEWLINE) and token.string for token in tokens):
+            problem = "must be written on one line"
+    if problem:
+        raise ConfigError(f"device-expression {problem}: {code!r}")
 
 
 def parse_version(text: str) -> tuple:

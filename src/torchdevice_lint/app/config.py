@@ -30,6 +30,7 @@ _KEYS = {
     "exclude": "codes",
     "extend-exclude": "codes",
     "target-torch-version": "str",
+    "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
 }
@@ -139,8 +140,8 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             check_codes(codes)
         except ConfigError as error:
             raise ConfigError(f"{source}: per-file-ignores {pattern!r}: {error}") from None
-    settings = Settings(root=root, **values)
     try:
+        settings = Settings(root=root, **values)
         settings.target_version()  # reject a malformed version now, not at the first fix
         settings.binding_imports()  # and a malformed device-import
     except ConfigError as error:
@@ -165,6 +166,10 @@ def _check_value(key: str, kind: str, value, source: str):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{source}: {key} must be a list of strings")
         return tuple(value)
+    if kind == "seconds":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ConfigError(f"{source}: {key} must be a number of seconds (0: no limit)")
+        return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")

@@ -21,6 +21,7 @@ import libcst as cst
 
 from ..analysis.context import Analysis, RawFinding
 from ..analysis.engine import Engine, syntax_error_message, to_finding
+from ..analysis.pyparse import Unparsable
 from ..analysis.noqa import NOQA
 from ..analysis.findings import Finding
 from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
@@ -116,6 +117,9 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
     try:
         checked.analysis = engine.analyze(path, text)
+    except Unparsable as error:
+        checked.error = str(error)
+        return checked
     except cst.ParserSyntaxError as error:
         checked.error = syntax_error_message(text, error)
         return checked

@@ -11,7 +11,7 @@ import libcst as cst
 from .. import guards
 from ..syntax import dotted_name, last_name
 from .statements import is_false_literal
-from .values import ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
+from .values import MAX_RECORDED_ENTRIES, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
 from .vocabulary import (
     ARRAY_SHAPING,
     DATA_FACTORIES,
@@ -65,8 +65,10 @@ class CallWalk:
             return None
         if leaf in LEGACY_CPU_CONSTRUCTORS and self.ctx.qualname(node.func) != f"torch.{leaf}":
             return None
-        if not self.recording:
-            self.analysis.result.factory_sites[id(node)] = dict(env)
+        result = self.analysis.result
+        if not self.recording and result.recorded_entries + len(env) <= MAX_RECORDED_ENTRIES:
+            result.recorded_entries += len(env)
+            result.factory_sites[id(node)] = dict(env)
         return self.fresh(Place.CPU, rank=rank, tensor=True, grad_free=grad_free, origins=frozenset([node]))
 
     def data_rank(self, data: Optional[cst.BaseExpression], env: Env, legacy: bool) -> Optional[Rank]:

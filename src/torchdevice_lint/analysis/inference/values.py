@@ -10,6 +10,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import libcst as cst
 
 MAX_LOOP_PASSES = 3
+#: Environment entries kept for factory sites in one file (each site keeps a copy of its
+#: environment): past it, sites go unrecorded and their fixes become suggestions, so a
+#: generated module with thousands of factories costs linear time and memory, not quadratic.
+MAX_RECORDED_ENTRIES = 200_000
 
 
 class Place(enum.Enum):
@@ -107,6 +111,8 @@ class FileInference:
     mixes: List[Mix] = field(default_factory=list)
     #: id(factory call) -> the environment where it was evaluated.
     factory_sites: Dict[int, Dict[str, Optional[Value]]] = field(default_factory=dict)
+    #: Entries held by ``factory_sites`` (bounded by ``MAX_RECORDED_ENTRIES``).
+    recorded_entries: int = 0
 
 
 @dataclass
