@@ -68,7 +68,7 @@ def test_fix_stdin_prints_the_fixed_buffer_with_the_projects_targets(project):
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "import torch\n\n"
-        'device = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
+        'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n'
         "x = torch.ones(1).to(device)\n"
         'state = torch.load("m.pt", map_location="cpu")\n'
     )

@@ -51,6 +51,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "ignore": split_codes(args.ignore),
         "exclude": split_codes(args.exclude),
         "target_torch_version": args.target_torch_version,
+        "target_torch_source": "--target-torch-version" if args.target_torch_version else None,
     }
     settings = settings.with_overrides(**overrides)
     for name in ("extend_select", "extend_exclude"):

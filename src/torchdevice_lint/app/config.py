@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..analysis.settings import ConfigError, Settings, path_matches, relative_path
+from .torch_target import with_inferred_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,14 +53,16 @@ def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settin
     """Settings from the nearest pyproject.toml with a ``[tool.torchdevice-lint]`` table."""
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
-        return Settings(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+        root = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+        return with_inferred_target(Settings(root=root), Path(root), configured=False)
     try:
         with open(path, "rb") as handle:
             data = tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{path}: cannot read configuration: {error}") from None
     table = data.get("tool", {}).get("torchdevice-lint", {})
-    return settings_from_table(table, source=str(path), root=str(path.parent))
+    settings = settings_from_table(table, source=str(path), root=str(path.parent))
+    return with_inferred_target(settings, path.parent, configured="target-torch-version" in table)
 
 
 def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
@@ -73,6 +76,8 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
     settings = Settings(root=root, **values)
+    if "target_torch_version" in values:
+        settings = replace(settings, target_torch_source=f"{source} [tool.torchdevice-lint] target-torch-version")
     try:
         settings.target_version()  # reject a malformed version now, not at the first fix
         settings.binding_imports()  # and a malformed device-import

@@ -200,7 +200,7 @@ class MixedDeviceOperation(Rule):
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
             "import torch\nfrom torch import nn\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
             "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
             "x = torch.randn(4, 3).to(device)\ny = torch.zeros(4, dtype=torch.long).to(device)\n"
             "loss = criterion(model(x), y)\n"

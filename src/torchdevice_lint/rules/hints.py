@@ -119,7 +119,7 @@ class CudaApiWithAcceleratorEquivalent(Rule):
         ),
         Invalid(
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
-            fixed='import torch\ndevice = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n',
+            fixed='import torch\ndevice = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n',
             config=_TARGET_2_9,
         ),
         Invalid(

@@ -52,7 +52,7 @@ class LegacyCudaTensorConstructor(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)\n"
             ),
         ),
@@ -169,7 +169,7 @@ class CudaTensorTypeCast(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "y = x.to(device=device, dtype=torch.int64)\n"
             ),
         ),

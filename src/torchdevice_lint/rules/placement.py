@@ -26,7 +26,7 @@ _KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
 class CudaMethodCall(Rule):
     code = "TDV101"
     name = "cuda-method-call"
-    message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+    message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Replace `.cuda()` with `.to(device)`"
     fix_safety = Applicability.UNSAFE
     what = "Checks for `.cuda()` calls on tensors and modules, with any arguments."
@@ -55,7 +55,7 @@ class CudaMethodCall(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
@@ -72,7 +72,7 @@ class CudaMethodCall(Rule):
             "def load(model):\n    return model.cuda()\n",
             fixed=(
                 "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n\n'
                 "def load(model):\n    return model.to(device)\n"
             ),
         ),
@@ -91,7 +91,7 @@ class CudaMethodCall(Rule):
             'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n',
             fixed=(
                 "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n\n'
                 "def run(x):\n    return x.to(device)\n\n\n"
                 'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n'
             ),
@@ -101,7 +101,7 @@ class CudaMethodCall(Rule):
             "import torch\n\n\ndef run(x):\n    x = x.cuda()\n    device = x.device\n    return x, device\n",
             fixed=(
                 "import torch\n\n\ndef run(x):\n"
-                '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+                '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"))\n'
                 "    device = x.device\n    return x, device\n"
             ),
         ),
@@ -110,33 +110,38 @@ class CudaMethodCall(Rule):
             '__author__ = "someone"\nimport torch\n\nx = torch.ones(2).cuda()\n',
             fixed=(
                 '__author__ = "someone"\nimport torch\n\n'
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) != "cuda" or self.ctx.guarded:
-            return
-        receiver = node.func.value
-        if self.ctx.qualname(receiver) is not None:
-            return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
-        if any(arg.star for arg in node.args):
-            self.report(node, fix=display_only(self, "Replace `.cuda(...)` with `.to(device, ...)`"))
-            return
-        avoid = receiver.value if isinstance(receiver, cst.Name) else None
-        choice = self.ctx.device_expression(avoid=avoid)
-        device = choice.expression()
+        if method_name(node) == "cuda" and not self.ctx.guarded:
+            report_device_method(self, node, self.message)
 
-        def replace(updated: cst.Call) -> cst.Call:
-            kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
-            return updated.with_changes(
-                func=updated.func.with_changes(attr=cst.Name("to")),
-                args=[cst.Arg(device)] + fresh_args(kept),
-            )
 
-        self.report(node, fix=self.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
+def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
+    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
+    receiver = node.func.value
+    if rule.ctx.qualname(receiver) is not None:
+        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+    method = node.func.attr.value
+    if any(arg.star for arg in node.args):
+        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
+        return
+    avoid = receiver.value if isinstance(receiver, cst.Name) else None
+    choice = rule.ctx.device_expression(avoid=avoid)
+    device = choice.expression()
+
+    def replace(updated: cst.Call) -> cst.Call:
+        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
+        return updated.with_changes(
+            func=updated.func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(device)] + fresh_args(kept),
+        )
+
+    rule.report(node, message, rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
 
 
 def _names_a_device(target: cst.BaseExpression) -> bool:
@@ -147,7 +152,7 @@ def _names_a_device(target: cst.BaseExpression) -> bool:
 class HardcodedCudaDevice(Rule):
     code = "TDV102"
     name = "hardcoded-cuda-device"
-    message = "hard-coded CUDA device `{}`: it raises on a machine without a GPU"
+    message = "hard-coded CUDA device `{}`: it raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -181,7 +186,7 @@ class HardcodedCudaDevice(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
@@ -218,7 +223,7 @@ class HardcodedCudaDevice(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
@@ -231,7 +236,7 @@ class HardcodedCudaDevice(Rule):
         self._check(node)
 
     def _check(self, literal: cst.BaseExpression) -> None:
-        if self.ctx.guarded or not is_cuda_string(literal):
+        if self.ctx.guarded or not self.names_device(literal):
             return
         ctx = self.ctx
         parent = ctx.parent()
@@ -252,6 +257,16 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, cst.Param) and parent.default is literal and "device" in parent.name.value.lower():
             self._report(literal, literal, inline=True)
+
+    def names_device(self, literal: cst.BaseExpression) -> bool:
+        return is_cuda_string(literal)
+
+    def message_for(self, literal: cst.BaseExpression, text: str) -> str:
+        return self.message.format(text)
+
+    def availability_for(self, literal: cst.BaseExpression) -> Optional[str]:
+        """The check a literal that defines a device is guarded with; None: no fix."""
+        return availability_check(self.ctx)
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         name = self.ctx.qualname(call.func)
@@ -300,10 +315,13 @@ class HardcodedCudaDevice(Rule):
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
         text = source_of(literal)
-        message = self.message.format(text)
-        if inline:
+        message = self.message_for(literal, text)
+        check = self.availability_for(literal)
+        if inline and check is None:
+            fix = display_only(self, self.fix_title)
+        elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            guarded = cst.parse_expression(f"{text} if {availability_check(self.ctx)} else {quote}cpu{quote}")
+            guarded = cst.parse_expression(f"{text} if {check} else {quote}cpu{quote}")
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()
@@ -319,7 +337,7 @@ def _keyword_is(arg: cst.Arg, name: str) -> bool:
 class CudaDefaultDevice(Rule):
     code = "TDV103"
     name = "cuda-default-device"
-    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without a GPU"
+    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
     fix_title = "Only set the CUDA default when CUDA is available"
     fix_safety = Applicability.SAFE
     what = (
