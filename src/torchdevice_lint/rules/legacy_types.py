@@ -24,7 +24,7 @@ def _dtype(ctx, leaf: str) -> cst.BaseExpression:
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
-    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without a GPU"
+    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without CUDA"
     fix_title = "Create the tensor with `dtype=` and `device=`"
     fix_safety = Applicability.UNSAFE
     what = "Checks for calls of the legacy typed CUDA tensor classes, such as `torch.cuda.FloatTensor(3)`."
@@ -135,7 +135,7 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
-    message = "`{}` pins the tensor to CUDA: the cast raises without a GPU and the check is never true on other devices"
+    message = "`{}` pins the tensor to CUDA: the cast raises without CUDA and the check is never true on other devices"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
     fix_safety = Applicability.UNSAFE
     what = (
