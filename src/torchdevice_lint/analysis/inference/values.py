@@ -107,6 +107,9 @@ class FileInference:
     mixes: List[Mix] = field(default_factory=list)
     #: id(factory call) -> the environment where it was evaluated.
     factory_sites: Dict[int, Dict[str, Optional[Value]]] = field(default_factory=dict)
+    #: Calls that make a float64 tensor on a device (``.double()`` of a device tensor, a
+    #: factory with ``dtype=torch.float64`` on one, ``.to(device, torch.float64)``): TDV601.
+    float64_calls: List[cst.Call] = field(default_factory=list)
 
 
 @dataclass
