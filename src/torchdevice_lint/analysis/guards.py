@@ -39,7 +39,7 @@ def _flag_name(name: str) -> int:
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
             return NEGATIVE
-        return NEUTRAL
+        return _backend_flag_name(lowered)
     if lowered.startswith(("no_", "not_", "disable", "without_")) or "no_cuda" in lowered:
         return NEGATIVE
     return POSITIVE
@@ -149,6 +149,15 @@ def backend_of_device_string(value: Optional[str]) -> Optional[str]:
     if backend in OTHER_BACKENDS and (not index or index.isdigit()):
         return backend
     return None
+
+
+def _backend_flag_name(lowered: str) -> int:
+    """``use_mps``/``args.xpu``/``mps_available`` read as flags for that backend (one of the
+    name's ``_``-separated words is the backend: ``timestamps`` is not), ``no_mps`` negated."""
+    words = lowered.split("_")
+    if not any(word in OTHER_BACKENDS for word in words):
+        return NEUTRAL
+    return NEGATIVE if words[0] in {"no", "not", "disable", "without"} else POSITIVE
 
 
 def _compare_device_collection(node: cst.BaseExpression) -> int:

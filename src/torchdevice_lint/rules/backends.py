@@ -76,6 +76,10 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         Valid('import torch\n\ndef f(x, device):\n    if device.type == "mps":\n        x = x.to("mps")\n    return x\n'),
         Valid('import torch\n\ndef f(x):\n    if x.device.type in ("xpu", "cuda"):\n        return x.xpu()\n    return x\n'),
         Valid('import torch\nif torch.xpu.is_available():\n    model = model.xpu()\n'),
+        Valid(
+            'import torch\nuse_mps = args.mps and torch.backends.mps.is_available()\n'
+            'if use_cuda:\n    device = torch.device("cuda")\nelif use_mps:\n    device = torch.device("mps")\n'
+        ),
         Valid("import torch\nif torch.accelerator.is_available():\n    x = x.to('xpu:0')\n"),
         # look-alikes: a backend name that is not a device, a method of a module object
         Valid('import torch\nbackend = "xla"\nprint("mps")\nif args.device == "mps":\n    pass\n'),
@@ -121,6 +125,11 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         Invalid(
             'import torch\ntorch.set_default_device("mps")\n',
             fixed="import torch\n\n" + _BINDING + "torch.set_default_device(device)\n",
+        ),
+        # a name that only contains a backend's letters is no flag for it
+        Invalid(
+            'import torch\n\ndef f(x, timestamps):\n    if timestamps:\n        x = x.to("mps")\n    return x\n',
+            fixed="import torch\n\n" + _BINDING + '\ndef f(x, timestamps):\n    if timestamps:\n        x = x.to(device)\n    return x\n',
         ),
         # another backend's check does not guard this one
         Invalid(

@@ -8,7 +8,7 @@ import libcst as cst
 
 from ..analysis.fixes import Applicability
 from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import source_of, string_value
+from ..analysis.syntax import dotted_name, source_of, string_value
 from .common import availability_check, keyword, method_name, positional
 
 _CUDA_ONLY_BACKENDS = {"nccl"}
@@ -98,6 +98,15 @@ class HardcodedDistributedBackend(Rule):
             ),
         ),
         Invalid(
+            "import torch\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n    args.dist_backend = 'nccl'\n"
+            "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n",
+            fixed=(
+                "import torch\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n"
+                "    args.dist_backend = 'nccl' if torch.cuda.is_available() else 'gloo'\n"
+                "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
+            ),
+        ),
+        Invalid(
             'import torch.distributed as dist\ndist.init_process_group(backend=dist.Backend.NCCL)\n',
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
@@ -122,25 +131,25 @@ class HardcodedDistributedBackend(Rule):
     def _check_backend(self, value: cst.BaseExpression) -> None:
         if _is_nccl(value):
             self._report(value, value)
-        elif isinstance(value, cst.Name):
-            literal = self._assigned_literal(value.value)
+        elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) is not None:
+            literal = self._assigned_literal(dotted_name(value))
             if literal is not None:
                 self._report(value, literal)
-        elif self.ctx.qualname(value) == "torch.distributed.Backend.NCCL":
+        if self.ctx.qualname(value) == "torch.distributed.Backend.NCCL":
             message = self.message.format(source_of(value))
             self.report(value, message, self.make_fix({}, Applicability.DISPLAY_ONLY, self.fix_title))
 
     def _assigned_literal(self, name: str) -> Optional[cst.BaseExpression]:
-        """The ``"nccl"`` of the only assignment ``name = "nccl"`` in the innermost scope."""
+        """The ``"nccl"`` of the only assignment ``name = "nccl"`` (``args.backend = "nccl"``)
+        among the statements of the innermost function, or of the module for a global name."""
         function = self.ctx.enclosing_function()
-        scope = function if function is not None and name in self.ctx.bound_names(function) else self.ctx.module
+        local = function is not None and ("." in name or name in self.ctx.bound_names(function))
+        scope = function if local else self.ctx.module
         values = []
         for statement in scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body:
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
-                    if isinstance(small, cst.Assign) and any(
-                        isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                    ):
+                    if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets):
                         values.append(small.value)
         return values[0] if len(values) == 1 and _is_nccl(values[0]) else None
 
