@@ -163,6 +163,9 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
     def availability_for(self, literal: cst.BaseExpression) -> Optional[str]:
         return availability_check(self.ctx, literal_backend(literal))
 
+    def fallback_for(self, quote: str) -> str:
+        return f"{quote}cpu{quote}"
+
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         if self.ctx.qualname(call.func) == "torch.set_default_device" and arg is call.args[0]:
             return "use"

@@ -167,7 +167,8 @@ class HardcodedCudaDevice(Rule):
     fix_safety_note = (
         'A literal used as a device becomes the `device` in scope (or a module-level one the fix '
         'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
-        'else "cpu"`. Either may pick another GPU than `"cuda:N"` named.'
+        'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
+        'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
     triggers = ("cuda",)
     valid = (
@@ -192,7 +193,7 @@ class HardcodedCudaDevice(Rule):
         ),
         Invalid(
             'import torch\ndevice = torch.device("cuda:0")\n',
-            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
         ),
         Invalid(
             'import torch\n\ndef make(n, device):\n    return torch.zeros(n, device="cuda")\n',
@@ -200,7 +201,7 @@ class HardcodedCudaDevice(Rule):
         ),
         Invalid(
             'import torch\n\ndef make(n, device="cuda"):\n    return torch.zeros(n, device=device)\n',
-            fixed='import torch\n\ndef make(n, device="cuda" if torch.cuda.is_available() else "cpu"):\n    return torch.zeros(n, device=device)\n',
+            fixed='import torch\n\ndef make(n, device="cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"):\n    return torch.zeros(n, device=device)\n',
         ),
         Invalid(
             'import torch\ndevice = "cpu"\nx = torch.ones(1).to(torch.device(f"cuda:{rank}"))\n',
@@ -208,15 +209,15 @@ class HardcodedCudaDevice(Rule):
         ),
         Invalid(
             "import torch\n\ndef noise(shape, device='cuda'):\n    return torch.randn(shape, device=device)\n",
-            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
+            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
         ),
         Invalid(
             'import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda")\n    return w.to(device)\n',
-            fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    return w.to(device)\n',
+            fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n    return w.to(device)\n',
         ),
         Invalid(
             'import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
-            fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n',
+            fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
         ),
         Invalid(
             'import torch\nstate = torch.load("ckpt.pt", map_location="cuda")\n',
@@ -267,6 +268,11 @@ class HardcodedCudaDevice(Rule):
     def availability_for(self, literal: cst.BaseExpression) -> Optional[str]:
         """The check a literal that defines a device is guarded with; None: no fix."""
         return availability_check(self.ctx)
+
+    def fallback_for(self, quote: str) -> str:
+        """Where a device defined by the literal goes when its backend is missing: MPS, then the CPU."""
+        torch = self.ctx.torch_reference()
+        return f"{quote}mps{quote} if {torch}.backends.mps.is_available() else {quote}cpu{quote}"
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         name = self.ctx.qualname(call.func)
@@ -321,7 +327,7 @@ class HardcodedCudaDevice(Rule):
             fix = display_only(self, self.fix_title)
         elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            guarded = cst.parse_expression(f"{text} if {check} else {quote}cpu{quote}")
+            guarded = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()
