@@ -88,7 +88,9 @@ def stray_hunks(fix_pass: FixPass, binding: str) -> List[str]:
     old = fix_pass.before.splitlines(keepends=True)
     new = fix_pass.after.splitlines(keepends=True)
     stray = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    # blank lines never anchor the alignment: the fixer adds one after the imports, and
+    # matching it against a blank line further down would misplace the replaced line
+    matcher = difflib.SequenceMatcher(lambda line: not line.strip(), old, new, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             continue
