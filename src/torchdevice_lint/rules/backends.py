@@ -39,7 +39,7 @@ def literal_backend(node: cst.CSTNode) -> Optional[str]:
 class HardcodedBackendDevice(HardcodedCudaDevice):
     code = "TDV105"
     name = "hardcoded-backend-device"
-    message = "hard-coded {1} device `{0}`: it raises on every machine without {1}"
+    message = "hard-coded {1} device `{0}`: it raises on every machine without {2}"
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -158,7 +158,8 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         return literal_backend(literal) is not None
 
     def message_for(self, literal: cst.BaseExpression, text: str) -> str:
-        return self.message.format(text, OTHER_BACKENDS[literal_backend(literal)])
+        hardware = OTHER_BACKENDS[literal_backend(literal)]
+        return self.message.format(text, hardware.split(" (")[0], hardware)
 
     def availability_for(self, literal: cst.BaseExpression) -> Optional[str]:
         return availability_check(self.ctx, literal_backend(literal))
