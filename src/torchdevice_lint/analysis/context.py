@@ -153,6 +153,8 @@ class FileContext:
         #: Enclosing FunctionDef/ClassDef/Lambda nodes, innermost last.
         self.scopes: List[cst.CSTNode] = []
         self.guard_depth = 0
+        #: Depth of conditions that hold only in a multi-process distributed run.
+        self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
         self._collect_top_level_imports(module.body)
 
@@ -198,6 +200,12 @@ class FileContext:
     # -- position in the tree -------------------------------------------------------------
     @property
     def guarded(self) -> bool:
+        """Behind an availability check, or in code that only runs distributed."""
+        return self.guard_depth > 0 or self.distributed_depth > 0
+
+    @property
+    def availability_guarded(self) -> bool:
+        """Behind an availability check only: what the distributed backend rule asks."""
         return self.guard_depth > 0
 
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:

@@ -55,14 +55,21 @@ class _BatchedPass(cst.CSTVisitor):
                 self.visitors[node_type].append(getattr(rule, attribute))
             for node_type, attribute in _handlers(type(rule), "leave_").items():
                 self.leavers[node_type].append(getattr(rule, attribute))
-        #: id(node) -> how many guards cover the subtree rooted at that node.
+        #: id(node) -> how many guards cover the subtree rooted at that node: availability
+        #: checks, and (apart) conditions that only hold in a distributed run.
         self.guard_roots: Dict[int, int] = {}
+        self.distributed_roots: Dict[int, int] = {}
+        #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
+        self.setups = (
+            guards.distributed_setups(ctx.module) if "init_process_group" in ctx.source else guards.DISTRIBUTED_SETUPS
+        )
         #: Whitespace and punctuation subtrees that no handler looks at are not walked.
         self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
 
-    def _guard(self, node: Optional[cst.CSTNode]) -> None:
+    def _guard(self, node: Optional[cst.CSTNode], distributed: bool = False) -> None:
         if node is not None:
-            self.guard_roots[id(node)] = self.guard_roots.get(id(node), 0) + 1
+            roots = self.distributed_roots if distributed else self.guard_roots
+            roots[id(node)] = roots.get(id(node), 0) + 1
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.ctx
@@ -70,6 +77,9 @@ class _BatchedPass(cst.CSTVisitor):
         covered = self.guard_roots.get(id(node))
         if covered:
             ctx.guard_depth += covered
+        covered = self.distributed_roots.get(id(node))
+        if covered:
+            ctx.distributed_depth += covered
         node_type = type(node)
         hook = _CONTEXT_HOOKS.get(node_type)
         if hook is not None:
@@ -88,6 +98,9 @@ class _BatchedPass(cst.CSTVisitor):
         covered = self.guard_roots.get(id(original_node))
         if covered:
             ctx.guard_depth -= covered
+        covered = self.distributed_roots.get(id(original_node))
+        if covered:
+            ctx.distributed_depth -= covered
         ctx.stack.pop()
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
@@ -111,6 +124,9 @@ class _BatchedPass(cst.CSTVisitor):
         decorators = getattr(node, "decorators", ())
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
+        body = getattr(node.body, "body", ())
+        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s, self.setups) for s in body):
+            self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
         target = decorator.func if isinstance(decorator, cst.Call) else decorator
@@ -129,6 +145,10 @@ class _BatchedPass(cst.CSTVisitor):
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
             self._guard(node.orelse)
+        else:
+            sign = guards.distributed(node.test)
+            if sign != guards.NEUTRAL:
+                self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _if_exp(self, node: cst.IfExp) -> None:
         sign = guards.classify(node.test, self.ctx.qualname)
@@ -136,6 +156,10 @@ class _BatchedPass(cst.CSTVisitor):
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
             self._guard(node.orelse)
+        else:
+            sign = guards.distributed(node.test)
+            if sign != guards.NEUTRAL:
+                self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:
         sign = guards.classify(node.left, self.ctx.qualname)
@@ -148,20 +172,25 @@ class _BatchedPass(cst.CSTVisitor):
         if not isinstance(body, (list, tuple)):
             return
         qualname = self.ctx.qualname
+        if type(node) is cst.Module and "__main__" in self.ctx.source and guards.gpu_gated_program(node, qualname):
+            for statement in body:
+                if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                    self._guard(statement.body)
         for index, statement in enumerate(body):
-            exits = False
+            exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
-                exits = guards.terminates(statement.body) and (
-                    guards.classify(statement.test, qualname) == guards.NEGATIVE
-                )
+                if guards.terminates(statement.body):
+                    exits = guards.classify(statement.test, qualname) == guards.NEGATIVE
+                    distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
                     type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
                     for small in statement.body
                 )
-            if exits:
+                distributed = not exits and guards.sets_up_distributed(statement, self.setups)
+            if exits or distributed:
                 for later in body[index + 1:]:
-                    self._guard(later)
+                    self._guard(later, distributed=distributed)
                 return
 
 

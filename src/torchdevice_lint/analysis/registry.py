@@ -8,7 +8,10 @@ from typing import Dict, List, Type
 
 from .rule import Rule
 
-FAMILIES = ("placement", "backends", "legacy_types", "backend_api", "distributed", "serialization", "dataflow", "dtypes", "hints")
+FAMILIES = (
+    "placement", "device_index", "backends", "legacy_types", "backend_api", "distributed", "serialization",
+    "dataflow", "dtypes", "hints",
+)
 
 
 @lru_cache(maxsize=None)

@@ -128,6 +128,16 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\nn = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"),
         Valid("import torch\n\ndef run(self):\n    if self.cuda_device is not None:\n        torch.cuda.set_device(self.cuda_device)\n"),
         Valid("import torch\n\ndef move_to_cuda(sample, device=None):\n    device = device or torch.cuda.current_device()\n"),
+        # distributed-only code: the process group's backend is the hazard (TDV303)
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\ndef ddp_setup(rank, world_size):\n"
+            "    torch.cuda.set_device(rank)\n    dist.init_process_group('nccl', rank=rank, world_size=world_size)\n"
+        ),
+        Valid(
+            "import os\nimport torch\n\ndef main():\n    local_rank = int(os.environ['LOCAL_RANK'])\n"
+            "    torch.cuda.set_device(local_rank)\n"
+        ),
+        Valid("import torch\nif args.distributed:\n    torch.cuda.set_device(args.gpu)\n"),
     )
     invalid = (
         Invalid(

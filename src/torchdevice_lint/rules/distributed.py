@@ -88,6 +88,15 @@ class HardcodedDistributedBackend(Rule):
                 "args = parser.parse_args()\ndist.init_process_group(backend=args.dist_backend)\n"
             ),
         ),
+        # distributed-only code is where the backend matters: a distributed flag is no guard
+        Invalid(
+            'import torch\nimport torch.distributed as dist\n\ndef setup(args):\n    if args.distributed:\n'
+            '        dist.init_process_group(backend="nccl")\n',
+            fixed=(
+                'import torch\nimport torch.distributed as dist\n\ndef setup(args):\n    if args.distributed:\n'
+                '        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'
+            ),
+        ),
         # a guard on another backend does not make NCCL available
         Invalid(
             'import torch\nimport torch.distributed as dist\nif torch.backends.mps.is_available():\n'
@@ -114,8 +123,8 @@ class HardcodedDistributedBackend(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.guarded:
-            return
+        if self.ctx.availability_guarded:
+            return  # distributed-only code is exactly where the backend matters
         name = self.ctx.qualname(node.func)
         if name == "torch.distributed.init_process_group":
             argument = keyword(node, "backend") or next(iter(positional(node)), None)

@@ -48,6 +48,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
+        # only runs in a multi-process run, whose backend (TDV303) is the hazard
+        Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
     )
     invalid = (
         Invalid(
@@ -103,6 +105,15 @@ class CudaMethodCall(Rule):
                 "import torch\n\n\ndef run(x):\n"
                 '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"))\n'
                 "    device = x.device\n    return x, device\n"
+            ),
+        ),
+        # a helper named like a distributed setup may serve single-GPU runs: not a guard
+        Invalid(
+            "import torch\n\ndef train(args, model):\n    init_distributed_mode(args)\n    model.cuda()\n",
+            fixed=(
+                "import torch\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
+                "def train(args, model):\n    init_distributed_mode(args)\n    model.to(device)\n"
             ),
         ),
         # code before the imports: torch is not imported a second time
@@ -180,6 +191,10 @@ class HardcodedCudaDevice(Rule):
         Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
         Valid('import torch\nx = torch.ones(2)\nif x.is_cuda:\n    y = torch.zeros(2, device="cuda")\n'),
         Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
+        Valid(
+            'import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n'
+            '    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'
+        ),
     )
     invalid = (
         Invalid(
