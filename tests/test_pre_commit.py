@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from torchdevice_lint import __version__
+
 pytest.importorskip("pre_commit")
 if shutil.which("git") is None:
     pytest.skip("pre-commit needs git", allow_module_level=True)
@@ -33,6 +35,7 @@ def hook_repo(tmp_path_factory):
     git("init", "-q", cwd=repo)
     git("add", ".", cwd=repo)
     git("commit", "-q", "-m", "hooks", cwd=repo)
+    git("tag", f"v{__version__}", cwd=repo)  # the tag the README's snippet names
     return repo
 
 
@@ -77,3 +80,41 @@ def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre
     assert hazard.read_text() == (
         'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt", map_location="cpu")\n'
     )
+
+
+def readme_snippet():
+    """The pre-commit configuration exactly as the README shows it."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### pre-commit", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_snippet_names_this_version():
+    assert f"rev: v{__version__}" in readme_snippet()
+    assert f"## {__version__}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+@pytest.mark.slow
+def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_repo, pre_commit_home):
+    """``pre-commit run --all-files`` names every tracked file: the hooks' ``--force-exclude``
+    keeps vendored code (excluded in pyproject.toml) and a tracked file under a gitignored
+    directory out of both hooks."""
+    hazards = 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt")\n'
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdevice-lint]\nextend-exclude = ["vendor/"]\n')
+    (tmp_path / ".gitignore").write_text("generated/\n")
+    for name in ("train.py", "vendor/lib/third_party.py", "generated/out.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(hazards)
+    config = readme_snippet().replace("https://github.com/OWNER/torchdevice-lint", str(hook_repo))
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    git("add", "-f", ".", cwd=tmp_path)
+
+    result = pre_commit("run", "--all-files", cwd=tmp_path, home=pre_commit_home)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "train.py:2:9: TDV101" in output
+    assert "third_party" not in output and "out.py" not in output
+    assert (tmp_path / "train.py").read_text() == hazards.replace('"model.pt")', '"model.pt", map_location="cpu")')
+    assert (tmp_path / "vendor" / "lib" / "third_party.py").read_text() == hazards
+    assert (tmp_path / "generated" / "out.py").read_text() == hazards

@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.app import runner, sources
+from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.app.sources import SourceChanged, read_source, write_source
 
@@ -295,14 +295,14 @@ def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, capsys, monkeypat
         path = tmp_path / f"m{index}.py"
         path.write_text("import torch\nstate = torch.load('a.pt')\n")
         paths.append(str(path))
-    real_fix_file = cli.fix_file
+    real_fix_file = parallel.fix_file
 
     def fix_file_then_interrupt(*args, **kwargs):
         result = real_fix_file(*args, **kwargs)
         os.kill(os.getpid(), signal.SIGINT)
         return result
 
-    monkeypatch.setattr(cli, "fix_file", fix_file_then_interrupt)
+    monkeypatch.setattr(parallel, "fix_file", fix_file_then_interrupt)
     code, _, err = run_fix(capsys, *paths)
     assert code == 130
     assert "interrupted" in err

@@ -7,24 +7,30 @@ Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from .analysis.engine import Engine
 from .analysis.findings import FileResult
 from .analysis.registry import all_rules, rule_by_code
 from .analysis.settings import ConfigError, Settings
+from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
-from .app.config import load_settings, split_codes
+from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
+from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
-from .app.output import FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, summary, wants_colour
-from .app.parallel import check_paths
+from .app.output import (
+    FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, settings_text, sorted_results, statistics, summary, wants_colour,
+)
+from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
 from .app.runner import StopOnInterrupt, check_file, fix_file
-from .app.sources import SourceError, SourceFile, decode, discover
+from .app.sources import SourceError, SourceFile, decode
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
@@ -35,51 +41,104 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--select", help="comma-separated codes or prefixes to enable, e.g. TDV1,TDV501")
     parser.add_argument("--extend-select", help="codes or prefixes to enable on top of the selection (e.g. TDV9)")
     parser.add_argument("--ignore", help="codes or prefixes to disable")
-    parser.add_argument("--exclude", help="comma-separated gitignore-style patterns replacing the default excludes")
+    parser.add_argument("--exclude", help="comma-separated gitignore patterns replacing the default excludes")
     parser.add_argument("--extend-exclude", help="patterns excluded on top of the defaults")
-    parser.add_argument("--config", help="pyproject.toml to read [tool.torchdevice-lint] from")
+    parser.add_argument("--force-exclude", dest="force_exclude", action="store_true", default=None,
+                        help="apply the excludes and ignore files to files named on the command line too (pre-commit)")
+    parser.add_argument("--no-force-exclude", dest="force_exclude", action="store_false")
+    parser.add_argument("--respect-gitignore", dest="respect_gitignore", action="store_true", default=None,
+                        help="skip files that .gitignore/.ignore files ignore (the default)")
+    parser.add_argument("--no-respect-gitignore", dest="respect_gitignore", action="store_false")
+    parser.add_argument("--config", help="pyproject.toml to read [tool.torchdevice-lint] from, for every file")
     parser.add_argument("--target-torch-version", help="oldest torch the fixed code must run on, e.g. 2.6")
     parser.add_argument("--stdin-filename", help="the name of the file read from stdin, for messages and per-file ignores")
+    parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to use (default: one per core)")
+    parser.add_argument("--no-cache", action="store_true", help="analyse every file again instead of reusing results of unchanged files")
+    parser.add_argument("--cache-dir", help=f"where results are kept between runs (default: {CACHE_DIR_NAME} in the project root)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings are reported (errors still exit 2)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print findings and errors only: no summary, no progress")
+    parser.add_argument("--show-settings", action="store_true", help="print the settings the first file is checked with, and exit")
+    parser.add_argument("--show-files", action="store_true", help="print the files that would be checked, and exit")
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
+    """The settings of each file (hierarchical, the command line on top) and those of the run
+    as a whole (the first path's: discovery options, as in ruff)."""
+    check_codes([code for name in ("select", "extend_select", "ignore") for code in split_codes(getattr(args, name)) or ()])
+    if args.target_torch_version:
+        Settings(target_torch_version=args.target_torch_version).target_version()
+
+    def overrides(settings: Settings) -> Settings:
+        settings = settings.with_overrides(
+            select=split_codes(args.select),
+            ignore=split_codes(args.ignore),
+            exclude=split_codes(args.exclude),
+            target_torch_version=args.target_torch_version,
+            target_torch_source="--target-torch-version" if args.target_torch_version else None,
+            unsafe_fixes=getattr(args, "unsafe_fixes", None),
+            force_exclude=args.force_exclude,
+            respect_gitignore=args.respect_gitignore,
+        )
+        for name in ("extend_select", "extend_exclude"):
+            extra = split_codes(getattr(args, name))
+            if extra:
+                settings = settings.with_overrides(**{name: tuple(getattr(settings, name)) + tuple(extra)})
+        return settings
+
+    resolver = SettingsResolver(args.config, overrides)
     # An editor passes the real path of the buffer it pipes in: its pyproject.toml applies.
     start = args.stdin_filename if args.paths == ["-"] and args.stdin_filename else next((p for p in args.paths if p != "-"), ".")
-    settings = load_settings(start, args.config)
-    overrides = {
-        "select": split_codes(args.select),
-        "ignore": split_codes(args.ignore),
-        "exclude": split_codes(args.exclude),
-        "target_torch_version": args.target_torch_version,
-        "target_torch_source": "--target-torch-version" if args.target_torch_version else None,
-    }
-    settings = settings.with_overrides(**overrides)
-    for name in ("extend_select", "extend_exclude"):
-        extra = split_codes(getattr(args, name))
-        if extra:
-            settings = settings.with_overrides(**{name: tuple(getattr(settings, name)) + tuple(extra)})
-    if getattr(args, "unsafe_fixes", None) is not None:
-        settings = settings.with_overrides(unsafe_fixes=args.unsafe_fixes)
-    settings.target_version()
-    _check_codes(list(settings.select) + list(settings.extend_select) + list(settings.ignore))
-    return settings
+    return resolver, resolver(start)
 
 
-def _check_codes(prefixes: Sequence[str]) -> None:
-    codes = [rule.code for rule in all_rules()]
-    for prefix in prefixes:
-        prefix = prefix.strip().upper()
-        if prefix != "ALL" and not any(code.startswith(prefix) for code in codes):
-            raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")
-
-
-def _discover(paths: Sequence[str], settings: Settings):
+def _discover(args: argparse.Namespace, resolver: SettingsResolver, run: Settings):
     """The files to process and the errors for bad paths; notes (skipped links) go to stderr."""
     notes: List[str] = []
-    found = discover(paths or ["."], settings, notes=notes)
-    for note in notes:
-        _error(note)
+    found = discover(args.paths or ["."], resolver, notes=notes, respect_gitignore=run.respect_gitignore,
+                     force_exclude=run.force_exclude)
+    if not args.quiet:
+        for note in notes:
+            _error(note)
     return found
+
+
+def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Settings, List[str]]]:
+    """The files by the settings they are checked with (one group unless projects nest)."""
+    groups: Dict[int, Tuple[Settings, List[str]]] = {}
+    for path in files:
+        settings = resolver(path)
+        groups.setdefault(id(settings), (settings, []))[1].append(path)
+    return list(groups.values())
+
+
+def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
+    if args.no_cache:
+        return None
+    directory = Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings, find_project_root(settings.root))
+    # Whether unsafe fixes are applied changes no finding: check and fix share one cache file.
+    return ResultCache(directory, replace(settings, unsafe_fixes=False), with_edits)
+
+
+def _stdin_excluded(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> bool:
+    """``--force-exclude`` with ``--stdin-filename`` naming an excluded file (ruff's reading)."""
+    return bool(run.force_exclude and args.stdin_filename
+                and Discovery(resolver, run.respect_gitignore).forced_out(args.stdin_filename))
+
+
+def _show(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> Optional[int]:
+    """``--show-settings``/``--show-files``: print and return the exit code; None otherwise."""
+    if not (args.show_settings or args.show_files):
+        return None
+    files, missing = _discover(args, resolver, run)
+    for message in missing:
+        _error(message)
+    if args.show_settings:
+        target = files[0] if files else (args.stdin_filename or next(iter(args.paths), "."))
+        config = Path(args.config) if args.config else find_pyproject(target)
+        print(settings_text(target, str(config) if config else None, resolver(target)), end="")
+    else:
+        print("".join(f"{os.path.abspath(path)}\n" for path in sorted(files, key=os.path.abspath)), end="")
+    return EXIT_ERROR if missing else EXIT_CLEAN
 
 
 def _stdin_source(args: argparse.Namespace) -> Optional[SourceFile]:
@@ -103,17 +162,21 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     check = commands.add_parser("check", help="report hazards")
     _selection_options(check)
     check.add_argument("--output-format", choices=sorted(FORMATS), default="full",
-                       help="full (code frames), concise, json, github (Actions annotations), sarif, junit")
-    check.add_argument("--jobs", "-j", type=int, default=0, metavar="N", help="processes to check files with (default: one per core)")
-    check.add_argument("--no-cache", action="store_true", help="check every file again instead of reusing results of unchanged files")
-    check.add_argument("--cache-dir", help=f"where results are kept between runs (default: {CACHE_DIR_NAME} in the project root)")
+                       help="full (code frames), concise, json, json-lines, github (Actions annotations), "
+                            "gitlab (Code Quality), sarif, rdjson (reviewdog), junit")
+    check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
+    check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
     rule.add_argument("--write-docs", metavar="DIR", help="write every rule's page and an index as Markdown into DIR")
+    commands.add_parser("server", help="run the language server over stdio (needs the lsp extra)")
     args = parser.parse_args(argv)
     if args.command == "rule":
         return _rule_command(parser, args)
+    if args.command == "server":
+        return _server_command()
     try:
         return _check_command(args)
     except ConfigError as error:
@@ -139,29 +202,54 @@ def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return EXIT_CLEAN
 
 
+def _server_command() -> int:
+    try:
+        from .server import serve  # pygls is imported only when the server starts
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] not in ("pygls", "lsprotocol"):
+            raise
+        _error("torchdevice-lint: error: the language server needs pygls: pip install 'torchdevice-lint[lsp]'")
+        return EXIT_ERROR
+    return serve()
+
+
 def _check_command(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    engine = Engine(settings)
-    with_edits = args.output_format in FORMATS_WITH_EDITS
+    resolver, run = _resolver(args)
+    shown = _show(args, resolver, run)
+    if shown is not None:
+        return shown
+    with_edits = args.output_format in FORMATS_WITH_EDITS and not args.statistics
+    missing: List[str] = []
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
             return EXIT_ERROR
-        results = [check_file(engine, source.path, with_edits, source=source)]
+        results = [] if _stdin_excluded(args, resolver, run) else [
+            check_file(Engine(run), source.path, with_edits, source=source)
+        ]
         sources = {source.path: source.text}
-        missing: List[str] = []
     else:
-        files, missing = _discover(args.paths, settings)
-        cache = None
-        if not args.no_cache:
-            cache = ResultCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings), settings, with_edits)
-        progress = Progress(len(files), sys.stderr)
+        files, missing = _discover(args, resolver, run)
+        progress = Progress(0 if args.quiet else len(files), sys.stderr)
+        results = []
         try:
-            results = check_paths(engine, files, with_edits, jobs=args.jobs, cache=cache, on_done=progress.advance)
+            for settings, group in _groups(files, resolver):
+                results.extend(check_paths(Engine(settings), group, with_edits, jobs=args.jobs,
+                                           cache=_cache(args, settings, with_edits), on_done=progress.advance))
         finally:
             progress.close()
         sources = _texts(results)
-    return _report(results, sources, missing, args.output_format)
+    if args.add_noqa:
+        return _add_noqa_command(results, missing)
+    return _report(results, sources, missing, args)
+
+
+def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
+    added, problems = add_noqa([r for r in results if r.error is None])
+    for message in list(missing) + [str(r.error) for r in results if r.error is not None] + problems:
+        _error(message)
+    _error(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
 def _texts(results: Sequence[FileResult]) -> dict:
@@ -177,18 +265,32 @@ def _texts(results: Sequence[FileResult]) -> dict:
     return texts
 
 
-def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], output_format: str) -> int:
+def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace) -> int:
+    results = sorted_results(results)
     for message in missing:
         _error(message)
     errors = [r.error for r in results if r.error is not None]
     for error in errors:
         _error(str(error))
-    sys.stdout.write(render(output_format, results, sources, colour=wants_colour(sys.stdout)))
-    if output_format not in MACHINE_FORMATS:
+    if args.output_file:
+        colour = False
+    else:
+        colour = wants_colour(sys.stdout)
+    if args.statistics:
+        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS)
+    else:
+        text = render(args.output_format, results, sources, colour=colour)
+    if args.output_file:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output_file)), exist_ok=True)
+        with open(args.output_file, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    if not (args.quiet or args.statistics or (args.output_format in MACHINE_FORMATS and not args.output_file)):
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
-    return EXIT_FINDINGS if any(r.findings for r in results) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(r.findings for r in results) and not args.exit_zero else EXIT_CLEAN
 
 
 # -- torchdevice-fix ----------------------------------------------------------------------------
@@ -203,35 +305,43 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
     args = parser.parse_args(argv)
     try:
-        settings = _settings(args)
+        return _fix_command(args)
     except ConfigError as error:
         _error(f"torchdevice-fix: error: {error}")
         return EXIT_ERROR
-    engine = Engine(settings)
+
+
+def _fix_command(args: argparse.Namespace) -> int:
+    resolver, run = _resolver(args)
+    shown = _show(args, resolver, run)
+    if shown is not None:
+        return shown
     write = not (args.diff or args.check)
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
             return EXIT_ERROR
-        result = fix_file(engine, source.path, settings.unsafe_fixes, write=False, source=source)
+        if _stdin_excluded(args, resolver, run):
+            sys.stdout.write("" if args.diff else source.text)
+            return EXIT_CLEAN
+        result = fix_file(Engine(run), source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
             _error(str(result.error))
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
-    files, missing = _discover(args.paths, settings)
+    files, missing = _discover(args, resolver, run)
     for message in missing:
         _error(message)
-    progress = Progress(len(files), sys.stderr, verb="Fixing")
+    progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
     results = []
     try:
         with StopOnInterrupt() as stop:
-            for path in files:
-                if stop.requested:
-                    break
-                results.append(fix_file(engine, path, settings.unsafe_fixes, write))
-                progress.advance(path)
+            for settings, group in _groups(files, resolver):
+                results.extend(fix_paths(Engine(settings), group, settings.unsafe_fixes, write, jobs=args.jobs,
+                                         cache=_cache(args, settings, False), stop=lambda: stop.requested,
+                                         on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes
         interrupted = True
@@ -239,21 +349,25 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     if interrupted:
         _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
         return EXIT_INTERRUPTED
+    results.sort(key=lambda r: r.path)
     for result in results:
         if result.error:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining = [r.remaining for r in results if r.remaining is not None]
+    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
-    _error(_fix_summary(results, remaining, args, settings.unsafe_fixes))
+    if not args.quiet:
+        _error(_fix_summary(results, remaining, args, run.unsafe_fixes))
     return _fix_exit(results, args, missing)
 
 
 def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
     if missing or any(r.error for r in results):
         return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_CLEAN
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
     return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN

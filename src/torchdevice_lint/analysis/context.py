@@ -8,12 +8,14 @@ function and class enclose it, and which device expression a fix should write.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
 
 import libcst as cst
 
+from . import guards
 from .fixes import Fix, ImportSpec
+from .flags import FlagDefaults
 from .syntax import import_aliases
 
 if TYPE_CHECKING:
@@ -156,6 +158,7 @@ class FileContext:
         #: Depth of conditions that hold only in a multi-process distributed run.
         self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
+        self.flags = FlagDefaults(module)
         self._collect_top_level_imports(module.body)
 
     # -- imports -------------------------------------------------------------------------
@@ -207,6 +210,13 @@ class FileContext:
     def availability_guarded(self) -> bool:
         """Behind an availability check only: what the distributed backend rule asks."""
         return self.guard_depth > 0
+
+    def classify(self, test: cst.BaseExpression) -> int:
+        """``guards.classify`` with this file's imports and user-flag defaults."""
+        return guards.classify(test, self.qualname, self.flag_default)
+
+    def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
+        return self.flags.default(flag, self.enclosing_function())
 
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
         """Parent of the node being visited (depth 1), grandparent (2)..."""
@@ -309,3 +319,5 @@ class Analysis:
     ctx: FileContext
     findings: List[RawFinding]
     positions: dict
+    #: (the TDV900 rule, a directive that suppressed nothing), when TDV900 is enabled.
+    unused_noqa: list = field(default_factory=list)

@@ -9,15 +9,14 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 from __future__ import annotations
 
 import ast
-import re
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
-from . import guards
+from . import guards, noqa
 from .context import Analysis, FileContext, RawFinding
-from .findings import FileError, FileResult, Finding, Location
+from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
 from .fixer import fix_info
 from .positions import node_positions
 from .registry import all_rules
@@ -26,10 +25,6 @@ from .settings import Settings
 from .syntax import dotted_name
 from .walk import TRIVIA_TYPES, walk
 
-NOQA = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
-)
-FILE_NOQA = re.compile(r"^#\s*(?:torchdevice-lint|flake8|ruff)\s*:\s*noqa\s*$", re.IGNORECASE | re.MULTILINE)
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 
@@ -135,12 +130,12 @@ class _BatchedPass(cst.CSTVisitor):
         if guards.names_cuda(last):
             return True
         if isinstance(decorator, cst.Call) and decorator.args and last in {"skipif", "skipunless"}:
-            sign = guards.classify(decorator.args[0].value, self.ctx.qualname)
+            sign = self.ctx.classify(decorator.args[0].value)
             return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
         return False
 
     def _if(self, node: cst.If) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -151,7 +146,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _if_exp(self, node: cst.IfExp) -> None:
-        sign = guards.classify(node.test, self.ctx.qualname)
+        sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
@@ -162,7 +157,7 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:
-        sign = guards.classify(node.left, self.ctx.qualname)
+        sign = self.ctx.classify(node.left)
         if sign == (guards.POSITIVE if isinstance(node.operator, cst.And) else guards.NEGATIVE):
             self._guard(node.right)
 
@@ -180,11 +175,11 @@ class _BatchedPass(cst.CSTVisitor):
             exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
                 if guards.terminates(statement.body):
-                    exits = guards.classify(statement.test, qualname) == guards.NEGATIVE
+                    exits = self.ctx.classify(statement.test) == guards.NEGATIVE
                     distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
-                    type(small) is cst.Assert and guards.classify(small.test, qualname) == guards.POSITIVE
+                    type(small) is cst.Assert and self.ctx.classify(small.test) == guards.POSITIVE
                     for small in statement.body
                 )
                 distributed = not exits and guards.sets_up_distributed(statement, self.setups)
@@ -215,8 +210,13 @@ class Engine:
         self.rules = [r for r in candidates if self.settings.is_enabled(r.code, r.default_enabled)]
 
     def rules_for(self, path: str, source: str) -> List[Type[Rule]]:
-        """Rules enabled for this path whose trigger words occur in the text (the pre-filter)."""
-        extra_ignores = self.settings.ignores_for(path) if self.settings.per_file_ignores else ()
+        """Rules enabled for this path whose trigger words occur in the text (the pre-filter);
+        none for a file with ``# torchdevice-lint: noqa``."""
+        extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
+        exempt = noqa.file_exemption(source)
+        if exempt == ():
+            return []
+        extra_ignores.extend(exempt or ())
         selected = []
         for rule in self.rules:
             if extra_ignores and not self.settings.is_enabled(rule.code, rule.default_enabled, extra_ignores):
@@ -228,7 +228,7 @@ class Engine:
     def analyze(self, path: str, source: str, module: Optional[cst.Module] = None) -> Optional[Analysis]:
         """Run the pass; None when the pre-filter rules the file out. Raises ParserSyntaxError."""
         rule_classes = self.rules_for(path, source)
-        if not rule_classes or FILE_NOQA.search(source):
+        if not rule_classes:
             return None
         if module is None:
             module = cst.parse_module(source)
@@ -238,10 +238,13 @@ class Engine:
         walk(module, batched_pass, skip=batched_pass.skipped_types)
         positions: dict = {}
         findings = ctx.findings
+        suppressions = noqa.LineSuppressions(source)
         if findings:
             positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
-            findings = _unsuppressed(findings, positions, source)
-        return Analysis(module, ctx, findings, positions)
+            findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
+        unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
+        unused = suppressions.unused(source) if unused_rule else []
+        return Analysis(module, ctx, findings, positions, unused_noqa=[(unused_rule, d) for d in unused])
 
     def check_source(self, path: str, source: str, with_edits: bool = False) -> FileResult:
         result = FileResult(filename=path)
@@ -256,7 +259,9 @@ class Engine:
         if analysis is None:
             return result
         result.parsed = True
-        result.findings = [to_finding(path, raw, analysis, with_edits) for raw in analysis.findings]
+        findings = [to_finding(path, raw, analysis, with_edits) for raw in analysis.findings]
+        findings.extend(_unused_noqa_finding(path, rule, directive) for rule, directive in analysis.unused_noqa)
+        result.findings = sorted(findings, key=position_key)
         return result
 
 
@@ -294,24 +299,18 @@ def to_finding(path: str, raw: RawFinding, analysis: Analysis, with_edits: bool)
     )
 
 
-def _unsuppressed(findings: List[RawFinding], positions: dict, source: str) -> List[RawFinding]:
-    lines = source.splitlines()
-    kept = []
-    for raw in findings:
-        code_range = positions[raw.node]
-        rows = {code_range.start.line, code_range.end.line}
-        if not any(_noqa_covers(lines, row, raw.rule.code) for row in rows):
-            kept.append(raw)
-    return kept
+def _rows(code_range) -> set:
+    return {code_range.start.line, code_range.end.line}
 
 
-def _noqa_covers(lines: List[str], row: int, code: str) -> bool:
-    if row - 1 >= len(lines) or "noqa" not in lines[row - 1].lower():
-        return False
-    match = NOQA.search(lines[row - 1])
-    if match is None:
-        return False
-    codes = match.group("codes")
-    if not codes:
-        return True
-    return any(code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c)
+def _unused_noqa_finding(path: str, rule: Type[Rule], directive: noqa.UnusedDirective) -> Finding:
+    codes = ", ".join(directive.codes)
+    return Finding(
+        code=rule.code,
+        name=rule.name,
+        message=rule.message.format(codes=codes),
+        filename=path,
+        location=Location(directive.row, directive.column),
+        end_location=Location(directive.row, directive.end_column),
+        fix=FixInfo(rule.fix_safety.value, rule.fix_title or "", []),
+    )

@@ -65,6 +65,11 @@ class Finding:
         }
 
 
+def position_key(finding: Finding) -> tuple:
+    """Findings are listed in the order of the file, as ruff lists them."""
+    return (finding.location.row, finding.location.column, finding.end_location.row, finding.end_location.column, finding.code)
+
+
 @dataclass
 class FileError:
     filename: str

@@ -55,11 +55,15 @@ def _compare_device_string(value: Optional[str]) -> int:
     return NEUTRAL
 
 
-def classify(test: cst.BaseExpression, qualname: QualName) -> int:
+#: The default of a user flag (None: unknown, or derived from an availability check).
+FlagDefault = Callable[[cst.BaseExpression], Optional[bool]]
+
+
+def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optional[FlagDefault] = None) -> int:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return -classify(test.expression, qualname)
+        return -classify(test.expression, qualname, flag_default)
     if isinstance(test, cst.BooleanOperation):
-        left, right = classify(test.left, qualname), classify(test.right, qualname)
+        left, right = classify(test.left, qualname, flag_default), classify(test.right, qualname, flag_default)
         if isinstance(test.operator, cst.And):
             # "a and b" true implies both: any conjunct that proves CUDA is enough.
             return POSITIVE if POSITIVE in (left, right) else (NEGATIVE if left == right == NEGATIVE else NEUTRAL)
@@ -84,7 +88,12 @@ def classify(test: cst.BaseExpression, qualname: QualName) -> int:
         name = last_name(test)
         if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
             return POSITIVE
-        return _flag_name(name) if name else NEUTRAL
+        sign = _flag_name(name) if name else NEUTRAL
+        if sign != NEUTRAL and flag_default is not None:
+            default = flag_default(test)
+            if default is not None and default == (sign == POSITIVE):
+                return NEUTRAL  # the user's flag picks the GPU unless told otherwise
+        return sign
     return NEUTRAL
 
 

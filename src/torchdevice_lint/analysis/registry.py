@@ -10,7 +10,7 @@ from .rule import Rule
 
 FAMILIES = (
     "placement", "device_index", "backends", "legacy_types", "backend_api", "distributed", "serialization",
-    "dataflow", "dtypes", "hints",
+    "dataflow", "dtypes", "hints", "noqa",
 )
 
 

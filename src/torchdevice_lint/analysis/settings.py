@@ -6,14 +6,17 @@ the analysis only reads them.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .fixes import ImportSpec
+
+if TYPE_CHECKING:
+    import pathspec
 
 # The module-level device binding per target-torch-version, newest first (DESIGN.md). Before
 # torch.accelerator (2.6): CUDA, then MPS, then the CPU. ``current_accelerator()`` returns None
@@ -58,6 +61,10 @@ class Settings:
     #: Where ``target_torch_version`` came from (a setting, the project's torch requirement, the
     #: default), for settings output.
     target_torch_source: str = "default"
+    #: Skip what ``.gitignore``/``.ignore`` files ignore (ruff's ``respect-gitignore``).
+    respect_gitignore: bool = True
+    #: Apply the excludes to files named on the command line too (pre-commit passes names).
+    force_exclude: bool = False
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
 
@@ -152,33 +159,20 @@ def relative_path(path: str, root: str) -> str:
 
 
 def path_matches(relative: str, pattern: str) -> bool:
-    """gitignore-style: a pattern without a slash matches any path component or the basename;
-    with a slash it is anchored at the root; ``**`` crosses directories; a trailing ``/``
-    matches a directory and everything below it."""
+    """gitignore semantics (``pathspec``): a pattern without a slash matches at any depth, one
+    with a slash is anchored at the root and its ``*`` stays inside one directory
+    (``src/*.py`` does not match ``src/pkg/deep.py``), ``**`` crosses directories, a trailing
+    ``/`` matches a directory and everything below it. A leading ``!`` negates: the pattern
+    matches every path the rest does not (ruff's per-file-ignores reading of ``!``)."""
     pattern = pattern.strip()
-    if not pattern:
-        return False
-    directory_only = pattern.endswith("/")
-    pattern = pattern.rstrip("/")
-    parts = relative.split("/")
-    if "/" not in pattern:
-        candidates = parts if not directory_only else parts[:-1] or parts
-        return any(fnmatch.fnmatchcase(part, pattern) for part in candidates)
-    pattern = pattern.lstrip("/")
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    regex_pattern = pattern.replace("**/", "\x00").replace("**", "*")
-    for prefix in prefixes:
-        if _glob_with_globstar(prefix, regex_pattern):
-            return True
-    return False
+    if pattern.startswith("!"):
+        return bool(pattern[1:].strip()) and not path_matches(relative, pattern[1:])
+    return bool(pattern) and compiled_patterns((pattern,)).match_file(relative)
 
 
-def _glob_with_globstar(path: str, pattern: str) -> bool:
-    if "\x00" not in pattern:
-        return fnmatch.fnmatchcase(path, pattern)
-    head, _, tail = pattern.partition("\x00")
-    if head and not path.startswith(head.rstrip("/")):
-        return False
-    rest = path[len(head):] if head else path
-    segments = rest.split("/")
-    return any(_glob_with_globstar("/".join(segments[i:]), tail) for i in range(len(segments)))
+@lru_cache(maxsize=256)
+def compiled_patterns(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
+    """The patterns as one gitignore file: later lines win, ``!`` re-includes."""
+    import pathspec  # a base dependency; imported here so the start-up of a run stays small
+
+    return pathspec.GitIgnoreSpec.from_lines(patterns)

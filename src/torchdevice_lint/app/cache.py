@@ -10,11 +10,13 @@ else of value: deleting it only makes the next run cold.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -27,10 +29,38 @@ CACHE_DIR_ENV = "TORCHDEVICE_LINT_CACHE_DIR"
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-def default_cache_dir(settings: Settings) -> Path:
-    """``$TORCHDEVICE_LINT_CACHE_DIR``, else ``.torchdevice_cache`` in the project root."""
+#: Cache files (one per settings and tool build) unused for this long are deleted, and at most
+#: ``MAX_CACHE_FILES`` are kept: each edit of an editable install or of the settings starts one.
+MAX_AGE_SECONDS = 30 * 24 * 3600
+MAX_CACHE_FILES = 8
+
+
+def default_cache_dir(settings: Settings, project_root: Optional[Path] = None) -> Path:
+    """``$TORCHDEVICE_LINT_CACHE_DIR``, else ``.torchdevice_cache`` in the project root; a
+    run outside any project keeps its cache in the user's cache directory instead of writing
+    into whatever directory it was started in."""
     configured = os.environ.get(CACHE_DIR_ENV)
-    return Path(configured) if configured else Path(settings.root) / CACHE_DIR_NAME
+    if configured:
+        return Path(configured)
+    if project_root is not None:
+        return Path(project_root) / CACHE_DIR_NAME
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(os.path.abspath(settings.root).encode()).hexdigest()[:16]
+    return Path(base) / "torchdevice-lint" / digest
+
+
+def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:
+    """Delete cache files of other settings or builds that are old, or beyond the newest few."""
+    now = time.time() if now is None else now
+    try:
+        candidates = [(path.stat().st_mtime, path) for path in directory.glob("results-*.json") if path != keep]
+    except OSError:
+        return
+    candidates.sort(reverse=True)
+    for position, (modified, path) in enumerate(candidates):
+        if position >= MAX_CACHE_FILES - 1 or now - modified > MAX_AGE_SECONDS:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def _tool_fingerprint() -> str:
@@ -77,13 +107,23 @@ class ResultCache:
         except (KeyError, TypeError, ValueError):
             return None  # written by an incompatible build: check the file again
 
+    def forget_missing(self) -> None:
+        """Drop the entries of files that no longer exist (renamed, deleted)."""
+        missing = [path for path in self._entries if not os.path.exists(path)]
+        for path in missing:
+            del self._entries[path]
+        self._changed = self._changed or bool(missing)
+
     def put(self, path: str, digest: str, result: FileResult) -> None:
         self._entries[os.path.abspath(path)] = [digest, _result_to_dict(result)]
         self._changed = True
 
     def save(self) -> None:
         """Write atomically; a cache that cannot be written only costs the next run its speed."""
+        self.forget_missing()
         if not self._changed:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)  # in use: pruning keeps what runs still read
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -94,6 +134,7 @@ class ResultCache:
             os.replace(temporary, self.path)
         except OSError:
             return
+        prune(self.directory, keep=self.path)
 
 
 def _mark_as_cache(directory: Path) -> None:

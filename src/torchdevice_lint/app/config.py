@@ -1,5 +1,5 @@
-"""Configuration: ``[tool.torchdevice-lint]`` of the nearest pyproject.toml, validated into
-``Settings``, and the exclude patterns that file discovery applies."""
+"""Configuration: ``[tool.torchdevice-lint]`` of the nearest pyproject.toml that has one (per
+file, like ruff), validated into ``Settings``."""
 
 from __future__ import annotations
 
@@ -7,20 +7,16 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
-from ..analysis.settings import ConfigError, Settings, path_matches, relative_path
+from ..analysis.registry import all_rules
+from ..analysis.settings import ConfigError, Settings
 from .torch_target import with_inferred_target
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
-
-
-def is_excluded(path: str, settings: Settings) -> bool:
-    relative = relative_path(path, settings.root)
-    return any(path_matches(relative, p) for p in list(settings.exclude) + list(settings.extend_exclude))
 
 
 _KEYS = {
@@ -35,34 +31,95 @@ _KEYS = {
     "exclude": "codes",
     "extend-exclude": "codes",
     "target-torch-version": "str",
+    "respect-gitignore": "bool",
+    "force-exclude": "bool",
 }
 
 
-def find_pyproject(start: str) -> Optional[Path]:
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read configuration: {error}") from None
+
+
+def _table(path: Path) -> Optional[dict]:
+    """The ``[tool.torchdevice-lint]`` table of a pyproject.toml, None when it has none."""
+    tool = _read_toml(path).get("tool", {})
+    return tool.get("torchdevice-lint") if isinstance(tool, dict) else None
+
+
+def _directory_of(start: str) -> Path:
     current = Path(os.path.abspath(start))
-    if current.is_file():
-        current = current.parent
-    for directory in [current, *current.parents]:
+    return current if current.is_dir() or not current.suffix else current.parent
+
+
+def find_pyproject(start: str) -> Optional[Path]:
+    """The nearest pyproject.toml above ``start`` that has a ``[tool.torchdevice-lint]``
+    table (one without it is passed over, as ruff passes over one without ``[tool.ruff]``)."""
+    for directory in [_directory_of(start), *_directory_of(start).parents]:
         candidate = directory / "pyproject.toml"
-        if candidate.is_file():
+        if candidate.is_file() and _table(candidate) is not None:
             return candidate
     return None
 
 
+def find_project_root(start: str) -> Optional[Path]:
+    """The nearest directory above ``start`` that is a project: it holds a pyproject.toml,
+    setup.py, setup.cfg or a git repository. None outside any project."""
+    for directory in [_directory_of(start), *_directory_of(start).parents]:
+        if any((directory / name).exists() for name in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+            return directory
+    return None
+
+
 def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settings:
-    """Settings from the nearest pyproject.toml with a ``[tool.torchdevice-lint]`` table."""
+    """Settings from ``config_file``, else the nearest pyproject.toml with a
+    ``[tool.torchdevice-lint]`` table above ``start``; defaults rooted at the project (or the
+    current directory) when there is none."""
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
-        root = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
-        return with_inferred_target(Settings(root=root), Path(root), configured=False)
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{path}: cannot read configuration: {error}") from None
-    table = data.get("tool", {}).get("torchdevice-lint", {})
-    settings = settings_from_table(table, source=str(path), root=str(path.parent))
-    return with_inferred_target(settings, path.parent, configured="target-torch-version" in table)
+        settings = Settings(root=str(find_project_root(start) or os.path.abspath(".")))
+        return with_inferred_target(settings, _directory_of(start), configured=False)
+    table = _table(path) or {}
+    settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
+    return with_inferred_target(settings, Path(os.path.abspath(path)).parent, configured="target-torch-version" in table)
+
+
+class SettingsResolver:
+    """The settings each file is checked with: those of the nearest pyproject.toml with a
+    ``[tool.torchdevice-lint]`` table above it (ruff's hierarchical configuration), or of
+    ``--config`` for every file, with the command line's ``overrides`` applied on top."""
+
+    def __init__(self, config_file: Optional[str] = None, overrides: Callable[[Settings], Settings] = lambda s: s) -> None:
+        self.config_file = config_file
+        self.overrides = overrides
+        self._by_directory: Dict[str, Settings] = {}
+        self._by_source: Dict[str, Settings] = {}
+        self._configs: Dict[str, Optional[str]] = {}
+
+    def __call__(self, path: str) -> Settings:
+        directory = _directory_of(path)
+        settings = self._by_directory.get(str(directory))
+        if settings is None:
+            config = self.config_file and str(Path(self.config_file).resolve()) or self._config_above(directory)
+            key = config or f"defaults:{find_project_root(str(directory))}"
+            if key not in self._by_source:
+                self._by_source[key] = self.overrides(load_settings(str(directory), config))
+            settings = self._by_directory[str(directory)] = self._by_source[key]
+        return settings
+
+    def _config_above(self, directory: Path) -> Optional[str]:
+        """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""
+        key = str(directory)
+        if key not in self._configs:
+            candidate = directory / "pyproject.toml"
+            if candidate.is_file() and _table(candidate) is not None:
+                self._configs[key] = str(candidate.resolve())
+            else:
+                self._configs[key] = None if directory.parent == directory else self._config_above(directory.parent)
+        return self._configs[key]
 
 
 def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
@@ -75,6 +132,16 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             known = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
         values[key.replace("-", "_")] = _check_value(key, kind, value, source)
+    for key in ("select", "extend_select", "ignore"):
+        try:
+            check_codes(values.get(key, ()))
+        except ConfigError as error:
+            raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
+    for pattern, codes in values.get("per_file_ignores", {}).items():
+        try:
+            check_codes(codes)
+        except ConfigError as error:
+            raise ConfigError(f"{source}: per-file-ignores {pattern!r}: {error}") from None
     settings = Settings(root=root, **values)
     if "target_torch_version" in values:
         settings = replace(settings, target_torch_source=f"{source} [tool.torchdevice-lint] target-torch-version")
@@ -123,3 +190,12 @@ def split_codes(text: Optional[str]) -> Optional[List[str]]:
     if text is None:
         return None
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def check_codes(prefixes: Sequence[str]) -> None:
+    """Refuse a code or prefix that names no rule (a typo would silently select nothing)."""
+    codes = [rule.code for rule in all_rules()]
+    for prefix in prefixes:
+        prefix = prefix.strip().upper()
+        if prefix != "ALL" and not any(code.startswith(prefix) for code in codes):
+            raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")

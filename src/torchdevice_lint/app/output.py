@@ -3,15 +3,18 @@ and returns the text to print; ``render`` picks one by name."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
+import unicodedata
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from pathlib import PurePath
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from ..analysis.findings import FileResult, Finding
+from ..analysis.findings import FileResult, Finding, position_key
 
 Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
@@ -69,15 +72,46 @@ def _frame(finding: Finding, source: str, style: _Style) -> List[str]:
     gutter = style(" " * width + " |", CYAN)
     frame = [gutter]
     for number in range(first, last + 1):
-        text = lines[number - 1].expandtabs(4) if "\t" in lines[number - 1] else lines[number - 1]
-        frame.append(f"{style(str(number).rjust(width) + ' |', CYAN)} {text}".rstrip())
+        line = lines[number - 1]
+        frame.append(f"{style(str(number).rjust(width) + ' |', CYAN)} {_expand_tabs(line)}".rstrip())
         if number == row:
             start = finding.location.column - 1
-            end = finding.end_location.column - 1 if finding.end_location.row == row else len(text)
-            carets = " " * start + "^" * max(1, end - start)
+            end = finding.end_location.column - 1 if finding.end_location.row == row else len(line)
+            before = _display_width(_expand_tabs(line[:start]))
+            under = _display_width(_expand_tabs(line[:max(end, start)])) - before
+            carets = " " * before + "^" * max(1, under)
             frame.append(f"{gutter} {style(carets, RED, BOLD)} {style(finding.code, RED, BOLD)}")
     frame.append(gutter)
     return frame
+
+
+TAB_WIDTH = 4
+
+
+def _char_width(char: str) -> int:
+    if unicodedata.combining(char) or char in "\u200b\u200d\ufeff":
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def _display_width(text: str) -> int:
+    return sum(_char_width(char) for char in text)
+
+
+def _expand_tabs(text: str) -> str:
+    """Tabs to spaces at the terminal's tab stops, counting wide characters as two columns."""
+    if "\t" not in text:
+        return text
+    parts, column = [], 0
+    for char in text:
+        if char == "\t":
+            spaces = TAB_WIDTH - column % TAB_WIDTH
+            parts.append(" " * spaces)
+            column += spaces
+        else:
+            parts.append(char)
+            column += _char_width(char)
+    return "".join(parts)
 
 
 _FIX_HINTS = {
@@ -106,6 +140,56 @@ def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = 
 def as_json(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     items = [f.as_dict() for result in results for f in result.findings]
     return json.dumps(items, indent=2) + "\n"
+
+
+def json_lines(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """One finding per line, each the object of the JSON contract."""
+    return "".join(json.dumps(f.as_dict()) + "\n" for result in results for f in result.findings)
+
+
+def _position(location) -> dict:
+    return {"line": location.row, "column": location.column}
+
+
+def gitlab(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """GitLab Code Quality report. The fingerprint hashes the path, code and message (plus
+    the occurrence number), not the line, so a finding keeps its identity when code moves."""
+    items, seen = [], Counter()
+    for result in results:
+        path = PurePath(os.path.relpath(result.filename) if os.path.isabs(result.filename) else result.filename).as_posix()
+        for f in result.findings:
+            key = (path, f.code, f.message)
+            seen[key] += 1
+            fingerprint = hashlib.sha256(json.dumps([*key, seen[key]]).encode()).hexdigest()
+            items.append({
+                "check_name": f.code,
+                "description": f"{f.code} {f.message}",
+                "severity": "major",
+                "fingerprint": fingerprint,
+                "location": {"path": path, "positions": {"begin": _position(f.location), "end": _position(f.end_location)}},
+            })
+    return json.dumps(items, indent=2) + "\n"
+
+
+def rdjson(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
+    """reviewdog's Diagnostic Format; a fix's edits become suggestions."""
+    diagnostics = []
+    for result in results:
+        for f in result.findings:
+            item = {
+                "message": f.message,
+                "location": {"path": f.filename, "range": {"start": _position(f.location), "end": _position(f.end_location)}},
+                "code": {"value": f.code},
+                "severity": "WARNING",
+            }
+            if f.fix and f.fix.edits:
+                item["suggestions"] = [
+                    {"range": {"start": _position(e.location), "end": _position(e.end_location)}, "text": e.content}
+                    for e in f.fix.edits
+                ]
+            diagnostics.append(item)
+    report = {"source": {"name": "torchdevice-lint"}, "severity": "WARNING", "diagnostics": diagnostics}
+    return json.dumps(report, indent=2) + "\n"
 
 
 def _escape_data(text: str) -> str:
@@ -285,14 +369,58 @@ FORMATS: Dict[str, Formatter] = {
     "full": full,
     "concise": concise,
     "json": as_json,
+    "json-lines": json_lines,
     "github": github,
+    "gitlab": gitlab,
     "sarif": sarif,
+    "rdjson": rdjson,
     "junit": junit,
 }
 #: Formats whose output is machine-read: nothing else may be printed to stdout with them.
-MACHINE_FORMATS = {"json", "sarif", "junit"}
+MACHINE_FORMATS = {"json", "json-lines", "gitlab", "sarif", "rdjson", "junit"}
 #: Formats that carry each fix's text edits (computing them applies each fix once more).
-FORMATS_WITH_EDITS = {"json", "sarif"}
+FORMATS_WITH_EDITS = {"json", "json-lines", "sarif", "rdjson"}
+
+
+def sorted_results(results: Sequence[FileResult]) -> List[FileResult]:
+    """Files by name and each file's findings by position, whatever order the workers and the
+    cache returned them in, so every format lists findings as ruff does."""
+    ordered = []
+    for result in sorted(results, key=lambda r: r.filename):
+        if any(position_key(a) > position_key(b) for a, b in zip(result.findings, result.findings[1:])):
+            result = dataclasses.replace(result, findings=sorted(result.findings, key=position_key))
+        ordered.append(result)
+    return ordered
+
+
+def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
+    """``--statistics``: findings per rule, most frequent first; ``[*]`` when some have a safe fix."""
+    counts: Counter = Counter()
+    names, fixable = {}, set()
+    for f in (f for r in results for f in r.findings):
+        counts[f.code] += 1
+        names[f.code] = f.name
+        if f.fix and f.fix.applicability == "safe":
+            fixable.add(f.code)
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if as_json:
+        rows = [{"code": c, "name": names[c], "count": n, "fixable": c in fixable} for c, n in ordered]
+        return json.dumps(rows, indent=2) + "\n"
+    width = len(str(max(counts.values()))) if counts else 1
+    return "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
+
+
+def settings_text(target: str, config: Optional[str], settings) -> str:
+    """``--show-settings``: where the settings of ``target`` come from and their values."""
+    lines = [f"Resolved settings for: {json.dumps(os.path.abspath(target))}",
+             f"Settings path: {json.dumps(os.path.abspath(config)) if config else '(none: defaults)'}", ""]
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        value = list(value) if isinstance(value, tuple) else value
+        if field.name == "device_expression" and value is None:
+            value = settings.binding_expression()
+        lines.append(f"{field.name.replace('_', '-')} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:

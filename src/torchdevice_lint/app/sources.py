@@ -1,4 +1,4 @@
-"""Finding, reading and writing Python files without changing what a fix did not touch.
+"""Reading and writing Python files without changing what a fix did not touch.
 
 What happens to each kind of input (every problem is one line on stderr and the run goes on):
 
@@ -9,9 +9,8 @@ What happens to each kind of input (every problem is one line on stderr and the 
 - Bytes that do not decode in the declared encoding, NUL bytes, files larger than
   ``MAX_FILE_BYTES``, anything that is not a regular file (a FIFO named ``x.py`` would block the
   read) and unreadable files are errors for that file only.
-- Symbolic links met while walking a directory are skipped with a note (a link can point out of
-  the tree or form a loop); a link named on the command line is followed, and a fix is written to
-  the file it points to, so the link stays a link.
+- A symbolic link named on the command line is followed, and a fix is written to the file it
+  points to, so the link stays a link (``discovery`` skips links met while walking).
 - Writes are atomic: a temporary file in the same directory, fsynced, given the original's mode
   bits, then renamed over the target. Under an exclusive lock on the target, the bytes on disk are
   compared with the bytes the fix was computed from; if another process changed the file in
@@ -30,10 +29,8 @@ import tempfile
 import threading
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Iterator, Optional
 
-from ..analysis.settings import Settings
-from .config import is_excluded
 
 try:
     import fcntl
@@ -59,60 +56,6 @@ class SourceFile:
     encoding: str
     #: The bytes read, to detect a change on disk before a fix is written over them.
     raw: Optional[bytes] = None
-
-
-def discover(
-    paths: Iterable[str], settings: Settings, notes: Optional[List[str]] = None
-) -> Tuple[List[str], List[str]]:
-    """Python files under ``paths`` (directories walked, excludes applied to what the walk
-    finds; a file named explicitly is always checked), and one-line errors for paths that are
-    missing or not files. Symbolic links skipped by the walk are described in ``notes``."""
-    files: List[str] = []
-    errors: List[str] = []
-    seen = set()
-    for path in paths:
-        if os.path.isfile(path):
-            candidates = [path]
-        elif os.path.isdir(path):
-            candidates = _walk(path, settings, notes if notes is not None else [])
-        elif os.path.lexists(path):
-            reason = "broken symbolic link" if os.path.islink(path) else "not a regular file or directory"
-            errors.append(f"{path}: error: {reason}")
-            continue
-        else:
-            errors.append(f"{path}: error: no such file or directory")
-            continue
-        for candidate in candidates:
-            key = os.path.realpath(candidate)
-            if key not in seen:
-                seen.add(key)
-                files.append(candidate)
-    return files, errors
-
-
-def _walk(root: str, settings: Settings, notes: List[str]) -> List[str]:
-    found = []
-    for directory, subdirectories, filenames in os.walk(root):
-        kept = []
-        for name in sorted(subdirectories):
-            path = os.path.join(directory, name)
-            if is_excluded(path + "/", settings):
-                continue
-            if os.path.islink(path):
-                notes.append(f"{path}: note: symbolic link to a directory skipped")
-                continue
-            kept.append(name)
-        subdirectories[:] = kept
-        for filename in sorted(filenames):
-            if filename.endswith(".py"):
-                path = os.path.normpath(os.path.join(directory, filename))  # "./a.py" -> "a.py", as ruff prints it
-                if is_excluded(path, settings):
-                    continue
-                if os.path.islink(path):
-                    notes.append(f"{path}: note: symbolic link skipped (name it explicitly to check its target)")
-                    continue
-                found.append(path)
-    return found
 
 
 def decode(path: str, raw: bytes) -> SourceFile:

@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from ..analysis.fixes import Applicability
+from ..analysis.inference.vocabulary import is_parameterless_module
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import last_name, source_of, string_value
 from .common import (
@@ -48,6 +49,16 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
+        Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda(args.gpu)\n"),
+        # an opt-in flag (off by default) and a flag derived from availability are guards
+        Valid(
+            'import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\n'
+            "args = p.parse_args()\nif args.cuda:\n    model.cuda()\n"
+        ),
+        Valid(
+            'import torch\np.add_argument("--no-cuda", action="store_true")\nargs = p.parse_args()\n'
+            "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"
+        ),
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
     )
@@ -107,6 +118,20 @@ class CudaMethodCall(Rule):
                 "    device = x.device\n    return x, device\n"
             ),
         ),
+        # a flag that picks the GPU unless told otherwise is not an availability check
+        Invalid(
+            "import torch\n\ndef totensor(data, device, cuda=True):\n    if cuda:\n        data = data.cuda()\n    return data\n",
+            fixed="import torch\n\ndef totensor(data, device, cuda=True):\n    if cuda:\n        data = data.to(device)\n    return data\n",
+        ),
+        Invalid(
+            'import torch\np.add_argument("--use_cuda", default=True, type=bool)\nargs = p.parse_args()\n'
+            "if args.use_cuda:\n    model.cuda()\n",
+            fixed=(
+                'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
+                'p.add_argument("--use_cuda", default=True, type=bool)\nargs = p.parse_args()\n'
+                "if args.use_cuda:\n    model.to(device)\n"
+            ),
+        ),
         # a helper named like a distributed setup may serve single-GPU runs: not a guard
         Invalid(
             "import torch\n\ndef train(args, model):\n    init_distributed_mode(args)\n    model.cuda()\n",
@@ -137,6 +162,8 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     receiver = node.func.value
     if rule.ctx.qualname(receiver) is not None:
         return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
+        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
     method = node.func.attr.value
     if any(arg.star for arg in node.args):
         rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
@@ -153,6 +180,10 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
         )
 
     rule.report(node, message, rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
+
+
+def _parameterless(name: Optional[str], call: cst.Call) -> bool:
+    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(name.rsplit(".", 1)[-1], call)
 
 
 def _names_a_device(target: cst.BaseExpression) -> bool:
@@ -243,6 +274,15 @@ class HardcodedCudaDevice(Rule):
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
+        # `opt.cuda = not opt.no_cuda`: a user flag that picks CUDA by default, not a check
+        Invalid(
+            'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'
+            "opt.cuda = not opt.no_cuda\ndevice = torch.device('cuda' if opt.cuda else 'cpu')\n",
+            fixed=(
+                'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'
+                "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
+            ),
+        ),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -255,11 +295,15 @@ class HardcodedCudaDevice(Rule):
         if self.ctx.guarded or not self.names_device(literal):
             return
         ctx = self.ctx
-        parent = ctx.parent()
-        if isinstance(parent, cst.Arg) and isinstance(ctx.parent(2), cst.Call):
-            call = ctx.parent(2)
+        # `"cuda" if opt.cuda else "cpu"` (a condition that is no guard) is used like the literal
+        depth, holder = 1, literal
+        while isinstance(ctx.parent(depth), cst.IfExp) and ctx.parent(depth).body is holder:
+            holder, depth = ctx.parent(depth), depth + 1
+        parent = ctx.parent(depth)
+        if isinstance(parent, cst.Arg) and isinstance(ctx.parent(depth + 1), cst.Call):
+            call = ctx.parent(depth + 1)
             usage = self._argument_usage(call, parent)
-            if usage == "device-call" and isinstance(ctx.parent(3), (cst.Comparison, cst.ComparisonTarget)):
+            if usage == "device-call" and isinstance(ctx.parent(depth + 2), (cst.Comparison, cst.ComparisonTarget)):
                 return  # `x.device != torch.device("cuda")` only asks; constructing it is silent
             if usage == "device-call":
                 self._report_device_call(literal, call)
@@ -267,11 +311,11 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=False)
             elif usage == "define":
                 self._report(literal, literal, inline=True)
-        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is literal:
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is holder:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             if any(_names_a_device(t) for t in targets):
                 self._report(literal, literal, inline=True)
-        elif isinstance(parent, cst.Param) and parent.default is literal and "device" in parent.name.value.lower():
+        elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
             self._report(literal, literal, inline=True)
 
     def names_device(self, literal: cst.BaseExpression) -> bool:
@@ -343,6 +387,8 @@ class HardcodedCudaDevice(Rule):
         elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
             guarded = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
+            if isinstance(self.ctx.parent(), cst.IfExp):  # an arm of another conditional
+                guarded = guarded.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()

@@ -1,0 +1,100 @@
+"""User flags that choose the GPU by default are not availability checks.
+
+``def totensor(data, cuda=True): ... if cuda: data.cuda()`` and
+``parser.add_argument("--cuda", default=True)`` run the CUDA branch on a CPU-only machine unless
+the user says otherwise, so such a branch is reported like unguarded code. A flag derived from an
+availability check (``args.cuda = not args.no_cuda and torch.cuda.is_available()``) stays a guard.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import libcst as cst
+import libcst.matchers as m
+
+from .syntax import last_name, string_value
+
+AVAILABILITY_WORDS = ("is_available", "device_count")
+
+
+def mentions_availability(node: cst.CSTNode) -> bool:
+    return bool(
+        m.findall(node, m.Call(func=m.Attribute(attr=m.Name(AVAILABILITY_WORDS[0]) | m.Name(AVAILABILITY_WORDS[1]))))
+    )
+
+
+def _constant(node: Optional[cst.BaseExpression]) -> Optional[bool]:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+class FlagDefaults:
+    """Default values of the file's user flags, read lazily: parameters with a boolean
+    default, ``add_argument`` options, attributes assigned ``not other_flag``."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._attributes: Optional[Dict[str, Optional[bool]]] = None
+
+    def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
+        """The flag's default, or None when unknown or derived from an availability check."""
+        if isinstance(flag, cst.Name):
+            return self._parameter_default(flag.value, function)
+        if isinstance(flag, cst.Attribute):
+            return self._attribute_defaults().get(flag.attr.value)
+        return None
+
+    def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
+        if function is None:
+            return None
+        params = function.params
+        for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
+            if param.name.value == name:
+                value = _constant(param.default)
+                if value is None:
+                    return None
+                reassigned = m.findall(
+                    function.body, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])
+                )
+                return None if any(mentions_availability(a.value) for a in reassigned) else value
+        return None
+
+    def _attribute_defaults(self) -> Dict[str, Optional[bool]]:
+        if self._attributes is None:
+            found: Dict[str, Optional[bool]] = {}
+            for call in m.findall(self.module, m.Call(func=m.Attribute(attr=m.Name("add_argument")))):
+                dest, default = _argparse_flag(call)
+                if dest is not None and default is not None:
+                    found.setdefault(dest, default)
+            derived = set()
+            for assign in m.findall(self.module, m.Assign(targets=[m.AssignTarget(target=m.Attribute())])):
+                name = assign.targets[0].target.attr.value
+                if mentions_availability(assign.value):
+                    derived.add(name)
+                elif isinstance(assign.value, cst.UnaryOperation) and isinstance(assign.value.operator, cst.Not):
+                    negated = found.get(last_name(assign.value.expression) or "")
+                    if negated is not None:
+                        found[name] = not negated
+            for name in derived:
+                found[name] = None
+            self._attributes = found
+        return self._attributes
+
+
+def _argparse_flag(call: cst.Call):
+    """(dest, default) of ``add_argument("--use-cuda", default=True)`` or of a
+    ``store_true``/``store_false`` option; (None, None) when not a boolean option."""
+    options = [string_value(a.value) for a in call.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    # argparse's dest: the first long option, else the first short one (`-no_cuda`)
+    flags = [o for o in options if o and o.startswith("--")] or [o for o in options if o and o.startswith("-")]
+    dest = string_value(keywords["dest"]) if "dest" in keywords else (
+        flags[0].lstrip("-").replace("-", "_") if flags else None
+    )
+    default = _constant(keywords.get("default"))
+    action = string_value(keywords["action"]) if "action" in keywords else None
+    if default is None and action in ("store_true", "store_false"):
+        default = action == "store_false"
+    return dest, default

@@ -1,0 +1,64 @@
+"""``check --add-noqa``: mark every finding with ``# noqa: CODE`` (ruff's ``--add-noqa``), so a
+project can adopt the tool today and fix the backlog later.
+
+The directive goes on the finding's first line, or its last when the first cannot take a comment
+(it ends inside a string or with a backslash); an existing ``# noqa: ...`` gets the new codes
+added. Files are written like fixes: atomically, and only if unchanged since they were read.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from typing import Dict, List, Sequence, Set, Tuple
+
+from ..analysis.findings import FileResult
+from ..analysis.noqa import NOQA, split_codes
+from .sources import SourceError, read_source, write_source
+
+
+def _commentable_rows(text: str) -> Set[int]:
+    """Rows whose end is outside any string and not a line continuation."""
+    try:
+        tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+        return {t.start[0] for t in tokens if t.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT)}
+    except (tokenize.TokenError, SyntaxError):
+        return set()
+
+
+def _with_codes(line: str, codes: Sequence[str]) -> str:
+    body = line.rstrip("\r\n")
+    ending = line[len(body):]
+    match = NOQA.search(body) if "noqa" in body.lower() else None
+    if match is not None and match.group("codes"):
+        existing = split_codes(match.group("codes"))
+        merged = existing + [code for code in codes if code not in existing]
+        return body[: match.start()] + f"# noqa: {', '.join(merged)}" + body[match.end():] + ending
+    return f"{body.rstrip()}  # noqa: {', '.join(codes)}{ending}"
+
+
+def add_noqa(results: Sequence[FileResult]) -> Tuple[int, List[str]]:
+    """Add directives for the findings in ``results``; the number added and one-line errors."""
+    added, errors = 0, []
+    for result in results:
+        if not result.findings:
+            continue
+        try:
+            source = read_source(result.filename)
+            rows: Dict[int, List[str]] = {}
+            commentable = _commentable_rows(source.text)
+            for finding in result.findings:
+                row = next((r for r in (finding.location.row, finding.end_location.row) if r in commentable), None)
+                if row is None:
+                    errors.append(f"{result.filename}:{finding.location.row}: note: no line of the finding can take a comment")
+                elif finding.code not in rows.setdefault(row, []):
+                    rows[row].append(finding.code)
+            lines = io.StringIO(source.text, newline="").readlines()  # the rows tokenize counts
+            for row, codes in rows.items():
+                lines[row - 1] = _with_codes(lines[row - 1], codes)
+            if rows:
+                write_source(source, "".join(lines))
+                added += len(rows)
+        except SourceError as error:
+            errors.append(str(error))
+    return added, errors

@@ -1,0 +1,362 @@
+"""What the language server needs, in plain LSP JSON and without pygls: findings as diagnostics,
+each fix as text edits, a ``# noqa`` insertion, the whole-buffer fix that ``torchdevice-fix -``
+writes, and settings per project. Kept apart from ``server.py`` so the conversions are tested
+without a client and the base install never needs the LSP libraries."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Set, Tuple
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+import libcst as cst
+
+from ..analysis.context import Analysis, RawFinding
+from ..analysis.engine import NOQA, Engine, syntax_error_message, to_finding
+from ..analysis.findings import Finding
+from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
+from ..analysis.fixes import Applicability
+from ..analysis.registry import rule_by_code
+from ..analysis.settings import ConfigError, Settings
+from .config import find_pyproject, load_settings
+from .runner import fix_file
+from .sources import SourceFile
+
+SOURCE = "torchdevice-lint"
+FIX_ALL_KIND = "source.fixAll.torchdevice"
+QUICKFIX = "quickfix"
+WARNING, INFORMATION, ERROR = 2, 3, 1
+#: The rule pages ``torchdevice-lint rule --write-docs docs/rules`` writes, in a source checkout.
+RULE_DOCS = Path(__file__).resolve().parents[3] / "docs" / "rules"
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_SYNTAX_AT = re.compile(r"at (\d+):(\d+):")
+
+
+def uri_to_path(uri: str) -> Optional[str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return url2pathname(unquote(parsed.path))
+
+
+class Lines:
+    """The buffer's lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` only, like LibCST),
+    to turn 1-based (row, code-point column) positions into LSP positions in the negotiated
+    encoding; a position past the end is the end of the buffer."""
+
+    def __init__(self, text: str, encoding: str = "utf-16") -> None:
+        self.lines = _LINE_BREAK.split(text)
+        self.encoding = encoding
+
+    def position(self, row: int, column: int) -> dict:
+        line = row - 1
+        if line >= len(self.lines):
+            line, character = len(self.lines) - 1, len(self.lines[-1])
+        else:
+            character = min(column - 1, len(self.lines[line]))
+        return {"line": line, "character": self._units(self.lines[line][:character])}
+
+    def range(self, start: Tuple[int, int], end: Tuple[int, int]) -> dict:
+        return {"start": self.position(*start), "end": self.position(*end)}
+
+    def _units(self, text: str) -> int:
+        if self.encoding == "utf-8":
+            return len(text.encode("utf-8"))
+        if self.encoding == "utf-32":
+            return len(text)
+        return len(text.encode("utf-16-le")) // 2
+
+
+def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
+    """LSP text edits, in whole lines, that turn ``old`` into ``new``."""
+    before, after = _LINE_WITH_END.findall(old), _LINE_WITH_END.findall(new)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            edits.append({"range": lines.range((i1 + 1, 1), (i2 + 1, 1)), "newText": "".join(after[j1:j2])})
+    return edits
+
+
+@dataclass
+class Checked:
+    """One buffer after the engine: its findings (with the analysis their fixes need), or the
+    one error that stopped the analysis."""
+
+    uri: str
+    path: str
+    text: str
+    engine: Engine
+    analysis: Optional[Analysis] = None
+    findings: List[Tuple[RawFinding, Finding]] = field(default_factory=list)
+    error: Optional[str] = None
+    #: Comments and rows no comment can follow (see ``_row_facts``), computed once.
+    _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
+    #: Each finding's fixed buffer (by index) and the fix-all result, computed once.
+    _fixed: Dict[int, Optional[str]] = field(default_factory=dict)
+    _fixed_all: Optional[Tuple[str, Optional[str]]] = None
+
+    @property
+    def unsafe(self) -> bool:
+        return self.engine.settings.unsafe_fixes
+
+
+def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
+    checked = Checked(uri, path, text, engine)
+    try:
+        checked.analysis = engine.analyze(path, text)
+    except cst.ParserSyntaxError as error:
+        checked.error = syntax_error_message(text, error)
+        return checked
+    except RecursionError:
+        checked.error = "file is nested too deeply to analyse"
+        return checked
+    if checked.analysis is not None:
+        checked.findings = [(raw, to_finding(path, raw, checked.analysis, False)) for raw in checked.analysis.findings]
+    return checked
+
+
+def rule_href(code: str) -> Optional[str]:
+    page = RULE_DOCS / f"{code}.md"
+    return page.as_uri() if page.is_file() else None
+
+
+def diagnostics(checked: Checked, lines: Lines) -> List[dict]:
+    if checked.error is not None:
+        match = _SYNTAX_AT.search(checked.error)
+        row, column = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+        return [{
+            "range": lines.range((row, column), (row, column + 1)),
+            "severity": ERROR,
+            "source": SOURCE,
+            "message": checked.error,
+        }]
+    return [diagnostic(finding, lines, checked.unsafe) for _, finding in checked.findings]
+
+
+def diagnostic(finding: Finding, lines: Lines, unsafe: bool) -> dict:
+    rule = rule_by_code(finding.code)
+    message = f"{finding.name}: {finding.message}"
+    fix = finding.fix
+    if fix is not None and fix.applicability == Applicability.DISPLAY_ONLY.value:
+        message += f"\nSuggestion: {fix.message}"
+    elif fix is not None and fix.applicability == Applicability.UNSAFE.value and not unsafe:
+        message += f"\nUnsafe fix (enable unsafeFixes to offer it): {fix.message}"
+    result = {
+        "range": _finding_range(finding, lines),
+        "severity": WARNING if rule.default_enabled else INFORMATION,
+        "code": finding.code,
+        "source": SOURCE,
+        "message": message,
+        "data": {"name": finding.name},
+    }
+    href = rule_href(finding.code)
+    if href is not None:
+        result["codeDescription"] = {"href": href}
+    return result
+
+
+def _finding_range(finding: Finding, lines: Lines) -> dict:
+    return lines.range(
+        (finding.location.row, finding.location.column), (finding.end_location.row, finding.end_location.column)
+    )
+
+
+def _on_lines(a: dict, b: dict) -> bool:
+    """Whether two ranges share a line: a cursor anywhere on a finding's line gets its actions."""
+    return a["start"]["line"] <= b["end"]["line"] and b["start"]["line"] <= a["end"]["line"]
+
+
+def wants(only: Optional[Sequence[str]], kind: str) -> bool:
+    """Whether a code action of ``kind`` answers a request limited to the kinds in ``only``."""
+    return not only or any(kind == prefix or kind.startswith(prefix + ".") for prefix in only)
+
+
+def code_actions(
+    checked: Checked, request_range: dict, only: Optional[Sequence[str]], lines: Lines, resolve: bool = False
+) -> List[dict]:
+    """A quick fix and a noqa action for each finding in the range; the fix-all action only when
+    asked for by kind (it runs the fixer to a fixed point). With ``resolve`` (the client can
+    resolve code actions) a quick fix's edit is left for ``resolve_action``: editors ask for
+    actions on every cursor move, and a fix costs a transform and a parse of the whole buffer."""
+    actions = []
+    silenced = set()  # (code, row): two findings of one rule on a line get one noqa action
+    if wants(only, QUICKFIX):
+        for index, (raw, finding) in enumerate(checked.findings):
+            if not _on_lines(_finding_range(finding, lines), request_range):
+                continue
+            shown = diagnostic(finding, lines, checked.unsafe)
+            fix_action = _quick_fix(checked, index, shown, lines, resolve)
+            if fix_action is not None:
+                actions.append(fix_action)
+            if (finding.code, finding.location.row) in silenced:
+                continue
+            silenced.add((finding.code, finding.location.row))
+            noqa = noqa_edits(checked, finding.code, finding.location.row, finding.end_location.row, lines)
+            if noqa is not None:
+                actions.append(_action(f"Disable {finding.code} for this line", QUICKFIX, checked.uri, noqa, [shown]))
+    if only and wants(only, FIX_ALL_KIND):
+        edits = fix_all_edits(checked, lines)
+        if edits:
+            actions.append(_action("Fix all torchdevice-lint problems", FIX_ALL_KIND, checked.uri, edits))
+    return actions
+
+
+def _action(title: str, kind: str, uri: str, edits: List[dict], shown: Optional[List[dict]] = None) -> dict:
+    action = {"title": title, "kind": kind, "edit": {"changes": {uri: edits}}}
+    if shown:
+        action["diagnostics"] = shown
+    return action
+
+
+def _quick_fix(checked: Checked, index: int, shown: dict, lines: Lines, resolve: bool) -> Optional[dict]:
+    raw = checked.findings[index][0]
+    fix = raw.fix
+    if fix is None or not fix.replacements or fix.applicability is Applicability.DISPLAY_ONLY:
+        return None
+    if fix.applicability is Applicability.UNSAFE and not checked.unsafe:
+        return None
+    title = f"Fix {raw.rule.code}: {fix.message}"
+    if fix.applicability is Applicability.UNSAFE:
+        title += " (unsafe)"
+    action = {"title": title, "kind": QUICKFIX, "diagnostics": [shown], "isPreferred": fix.applicability is Applicability.SAFE}
+    action["data"] = {"uri": checked.uri, "finding": index, "code": raw.rule.code}
+    if not resolve:
+        action = resolve_action(checked, action, lines)
+        if "edit" not in action:
+            return None
+    return action
+
+
+def resolve_action(checked: Checked, action: dict, lines: Lines) -> dict:
+    """The quick fix with its edit, if the finding it names is still the buffer's."""
+    data = action.get("data") or {}
+    index = data.get("finding")
+    if not isinstance(index, int) or not 0 <= index < len(checked.findings):
+        return action
+    if checked.findings[index][1].code != data.get("code"):
+        return action
+    fixed = fixed_by(checked, index)
+    if fixed is None:
+        return action
+    return {**action, "edit": {"changes": {checked.uri: text_edits(checked.text, fixed, lines)}}}
+
+
+def fixed_by(checked: Checked, index: int) -> Optional[str]:
+    """The buffer with one finding's fix applied by the fixer, or None if it cannot be."""
+    if index not in checked._fixed:
+        try:
+            fixed = apply_fixes(checked.analysis, [checked.findings[index][0]]) + lost_suffix(checked.analysis)
+            verify(fixed, checked.path)
+        except FixError:
+            fixed = None
+        checked._fixed[index] = fixed if fixed != checked.text else None
+    return checked._fixed[index]
+
+
+def fixed_buffer(checked: Checked) -> Tuple[str, Optional[str]]:
+    """What ``torchdevice-fix -`` writes for this buffer (the same ``fix_file`` call, never
+    writing), and the error that made it leave the buffer as it is."""
+    if checked._fixed_all is None:
+        source = SourceFile(checked.path, checked.text, "utf-8")
+        result = fix_file(checked.engine, checked.path, checked.unsafe, write=False, source=source)
+        checked._fixed_all = (checked.text, str(result.error)) if result.error is not None else (result.fixed, None)
+    return checked._fixed_all
+
+
+def fix_all_edits(checked: Checked, lines: Lines) -> List[dict]:
+    if checked.error is not None or not checked.findings:
+        return []
+    fixed, _ = fixed_buffer(checked)
+    return text_edits(checked.text, fixed, lines) if fixed != checked.text else []
+
+
+# -- # noqa --------------------------------------------------------------------------------
+def noqa_edits(checked: Checked, code: str, start_row: int, end_row: int, lines: Lines) -> Optional[List[dict]]:
+    """Edits that add ``code`` to the ``# noqa`` comment of the finding's first line (its last
+    line when the first ends inside a string or with a backslash), merging with a noqa comment
+    already there; None when neither line can take a comment."""
+    comments, blocked = _row_facts(checked)
+    row = next((r for r in (start_row, end_row) if r not in blocked), None)
+    if row is None or row > len(lines.lines):
+        return None
+    line = lines.lines[row - 1]
+    comment = comments.get(row)
+    match = NOQA.search(comment[1]) if comment else None
+    if match is not None and not match.group("codes"):
+        return None  # a bare noqa already covers every code
+    if match is not None:
+        column = comment[0] + match.end("codes")
+        start, end, text = column, column, f", {code}"
+    else:
+        start, end, text = len(line.rstrip()), len(line), f"  # noqa: {code}"
+    new_line = line[:start] + text + line[end:]
+    new_text = "".join(
+        (new_line if index == row - 1 else kept) + ending
+        for index, (kept, ending) in enumerate(zip(lines.lines, _LINE_BREAK.findall(checked.text) + [""]))
+    )
+    try:
+        compile(new_text, checked.path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError):
+        return None
+    return [{"range": lines.range((row, start + 1), (row, end + 1)), "newText": text}]
+
+
+def _row_facts(checked: Checked) -> Tuple[Dict[int, Tuple[int, str]], Set[int]]:
+    """The comment on each row (column, text), and the rows whose end a comment cannot follow
+    (inside a multi-line string, or continued with a backslash)."""
+    if checked._rows is None:
+        comments: Dict[int, Tuple[int, str]] = {}
+        blocked: Set[int] = set()
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(checked.text, newline="").readline):
+                if token.type == tokenize.COMMENT:
+                    comments[token.start[0]] = (token.start[1], token.string)
+                elif token.end[0] > token.start[0] and token.type not in (tokenize.NEWLINE, tokenize.NL):
+                    blocked.update(range(token.start[0], token.end[0]))
+        except (tokenize.TokenError, SyntaxError):
+            pass
+        for row, line in enumerate(_LINE_BREAK.split(checked.text), start=1):
+            if line.endswith("\\") and row not in comments:
+                blocked.add(row)
+        checked._rows = (comments, blocked)
+    return checked._rows
+
+
+# -- settings ------------------------------------------------------------------------------
+class Projects:
+    """An engine per project (the nearest pyproject.toml above a file), its settings loaded by
+    ``app/config.py`` as the command line loads them; forgotten when a pyproject.toml changes.
+    ``unsafe_fixes`` (the editor's setting) overrides the project's when given."""
+
+    def __init__(self, unsafe_fixes: Optional[bool] = None) -> None:
+        self.unsafe_fixes = unsafe_fixes
+        self._engines: Dict[str, Tuple[Engine, Optional[str]]] = {}
+
+    def engine_for(self, path: str) -> Tuple[Engine, Optional[str]]:
+        """The engine for a file, and the configuration error that made it fall back to the
+        defaults (None when the configuration loaded)."""
+        pyproject = find_pyproject(path)
+        key = str(pyproject) if pyproject else os.path.dirname(os.path.abspath(path))
+        if key not in self._engines:
+            error = None
+            try:
+                settings = load_settings(path)
+            except ConfigError as problem:
+                settings, error = Settings(root=os.path.dirname(key) if pyproject else key), str(problem)
+            settings = settings.with_overrides(unsafe_fixes=self.unsafe_fixes)
+            self._engines[key] = (Engine(settings), error)
+        return self._engines[key]
+
+    def forget(self) -> None:
+        self._engines.clear()

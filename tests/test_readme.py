@@ -1,0 +1,36 @@
+"""The README cannot drift from the code: its rule tables list exactly the registry's rules
+(name and fix safety included), and its commands come in an order that works."""
+
+import re
+from pathlib import Path
+
+from torchdevice_lint.analysis.registry import all_rules
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROW = re.compile(r"^\| `(TDV\d{3})` \| ([a-z0-9-]+) \| .* \| ([^|]+) \|$", re.MULTILINE)
+SAFETY_WORDS = {"safe": "safe", "unsafe": "unsafe", "display-only": "suggestion"}
+
+
+def table_after(heading):
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    return {code: (name, fix.strip()) for code, name, fix in ROW.findall(section)}
+
+
+def test_rules_table_lists_every_default_rule():
+    expected = {r.code: (r.name, SAFETY_WORDS[r.fix_safety.value]) for r in all_rules() if r.default_enabled}
+    assert table_after("## Rules\n") == expected
+
+
+def test_strict_table_lists_every_opt_in_rule():
+    table = table_after("## Strict policy")
+    opt_in = {r.code: r for r in all_rules() if not r.default_enabled}
+    assert sorted(table) == sorted(opt_in)
+    for code, (name, fix) in table.items():
+        assert name == opt_in[code].name
+        assert fix.startswith(SAFETY_WORDS[opt_in[code].fix_safety.value]), code
+
+
+def test_test_command_comes_after_the_torch_note_with_the_cpu_index():
+    torch_note = README.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
+    test_command = README.index("pip install -e '.[test]' && python -m pytest -q")
+    assert torch_note < test_command
