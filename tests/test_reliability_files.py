@@ -13,7 +13,7 @@ from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.app.sources import SourceChanged, read_source, write_source
 
-BINDING = b'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+BINDING = b'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
 
 
 def run_fix(capsys, *args):

@@ -77,6 +77,7 @@ def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
             ignore=split_codes(args.ignore),
             exclude=split_codes(args.exclude),
             target_torch_version=args.target_torch_version,
+            target_torch_source="--target-torch-version" if args.target_torch_version else None,
             unsafe_fixes=getattr(args, "unsafe_fixes", None),
             force_exclude=args.force_exclude,
             respect_gitignore=args.respect_gitignore,

@@ -1,4 +1,5 @@
-"""Recognising conditions that check for CUDA, so code behind them is not reported.
+"""Recognising conditions that check for CUDA or another accelerator, so code behind them is
+not reported.
 
 ``classify(test, qualname)`` returns POSITIVE when the condition being true means CUDA is there
 (``torch.cuda.is_available()``, ``x.is_cuda``, ``device.type == "cuda"``, ``use_cuda``),
@@ -45,7 +46,7 @@ def _flag_name(name: str) -> int:
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
             return NEGATIVE
-        return NEUTRAL
+        return _backend_flag_name(lowered)
     if lowered.startswith(("no_", "not_", "disable", "without_")) or "no_cuda" in lowered:
         return NEGATIVE
     return POSITIVE
@@ -54,7 +55,7 @@ def _flag_name(name: str) -> int:
 def _compare_device_string(value: Optional[str]) -> int:
     if value is None:
         return NEUTRAL
-    if value.startswith("cuda") or value == "gpu":
+    if value.startswith("cuda") or value == "gpu" or backend_of_device_string(value):
         return POSITIVE
     if value == "cpu":
         return NEGATIVE
@@ -92,7 +93,7 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
         return _classify_comparison(test, qualname)
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = last_name(test)
-        if name == "is_cuda":
+        if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
             return POSITIVE
         sign = _flag_name(name) if name else NEUTRAL
         if sign != NEUTRAL and flag_default is not None:
@@ -131,7 +132,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
             return NEUTRAL
     sign = NEUTRAL
     for side in (left, right):
-        sign = sign or _compare_device_string(string_value(side))
+        sign = sign or _compare_device_string(string_value(side)) or _compare_device_collection(side)
     if sign == NEUTRAL:
         return NEUTRAL
     if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
@@ -139,6 +140,49 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
         return -sign
     return NEUTRAL
+
+
+# -- every accelerator, not only CUDA (issue 12) ---------------------------------------------
+
+#: Device types other than CUDA that raise where their backend is missing, with the hardware
+#: they need (for messages).
+OTHER_BACKENDS = {
+    "mps": "MPS (Apple silicon)",
+    "xpu": "XPU (an Intel GPU)",
+    "npu": "NPU (Ascend, torch_npu)",
+    "hpu": "HPU (Intel Gaudi)",
+    "xla": "XLA (a TPU, torch_xla)",
+}
+#: ``x.is_mps`` and friends: true only for a tensor that is on that accelerator.
+BACKEND_TENSOR_FLAGS = {f"is_{backend}" for backend in OTHER_BACKENDS}
+
+
+def backend_of_device_string(value: Optional[str]) -> Optional[str]:
+    """``"mps"``, ``"xpu:1"`` -> the backend named; None for CUDA, the CPU and anything else."""
+    if not value:
+        return None
+    backend, _, index = value.partition(":")
+    if backend in OTHER_BACKENDS and (not index or index.isdigit()):
+        return backend
+    return None
+
+
+def _backend_flag_name(lowered: str) -> int:
+    """``use_mps``/``args.xpu``/``mps_available`` read as flags for that backend (one of the
+    name's ``_``-separated words is the backend: ``timestamps`` is not), ``no_mps`` negated."""
+    words = lowered.split("_")
+    if not any(word in OTHER_BACKENDS for word in words):
+        return NEUTRAL
+    return NEGATIVE if words[0] in {"no", "not", "disable", "without"} else POSITIVE
+
+
+def _compare_device_collection(node: cst.BaseExpression) -> int:
+    """``device.type in ("cuda", "mps")``: every member an accelerator is a positive check,
+    ``in ("cpu",)`` a negative one."""
+    if not isinstance(node, (cst.Tuple, cst.List, cst.Set)) or not node.elements:
+        return NEUTRAL
+    signs = {_compare_device_string(string_value(element.value)) for element in node.elements}
+    return signs.pop() if len(signs) == 1 else NEUTRAL
 
 
 def terminates(block: cst.BaseSuite) -> bool:

@@ -22,14 +22,20 @@ from .fixes import ImportSpec
 if TYPE_CHECKING:
     import pathspec
 
-DEFAULT_DEVICE_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
-# The module-level device binding per target-torch-version, newest first (DESIGN.md).
-# ``current_accelerator()`` returns None on a CPU-only machine, hence the CPU fallback.
+# The module-level device binding per target-torch-version, newest first (DESIGN.md). Before
+# torch.accelerator (2.6): CUDA, then MPS, then the CPU. ``current_accelerator()`` returns None
+# on a CPU-only machine, hence the explicit CPU fallback.
+DEFAULT_DEVICE_EXPRESSION = (
+    'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+)
+ACCELERATOR_DEVICE_EXPRESSION = (
+    'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+)
 DEVICE_EXPRESSIONS_BY_TARGET = (
-    ((2, 7), 'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")'),
-    ((2, 6), 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
+    ((2, 6), ACCELERATOR_DEVICE_EXPRESSION),
     ((0, 0), DEFAULT_DEVICE_EXPRESSION),
 )
+DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -55,7 +61,10 @@ class Settings:
     device_import: Optional[str] = None
     exclude: Sequence[str] = DEFAULT_EXCLUDES
     extend_exclude: Sequence[str] = ()
-    target_torch_version: str = "2.4"
+    target_torch_version: str = DEFAULT_TARGET_TORCH_VERSION
+    #: Where ``target_torch_version`` came from (a setting, the project's torch requirement, the
+    #: default), for settings output.
+    target_torch_source: str = "default"
     #: Skip what ``.gitignore``/``.ignore`` files ignore (ruff's ``respect-gitignore``).
     respect_gitignore: bool = True
     #: Apply the excludes to files named on the command line too (pre-commit passes names).

@@ -25,7 +25,7 @@ def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
 class NumpyOnDeviceTensor(Rule):
     code = "TDV401"
     name = "numpy-on-device-tensor"
-    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on a GPU machine"
+    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on an accelerator (a CUDA GPU, a Mac's MPS)"
     fix_title = "Copy the tensor to the CPU before `.numpy()`"
     fix_safety = Applicability.SAFE
     what = (
@@ -173,7 +173,7 @@ def _belongs_to_factory_rule(mix: Mix) -> bool:
 class MixedDeviceOperation(Rule):
     code = "TDV402"
     name = "mixed-device-operation"
-    message = "`{}` combines a tensor on a device with a CPU tensor: it raises on a GPU machine"
+    message = "`{}` combines a tensor on a device with a CPU tensor: it raises on an accelerator (a CUDA GPU, a Mac's MPS)"
     fix_title = "Create the CPU-side tensor on the other tensor's device"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -200,7 +200,7 @@ class MixedDeviceOperation(Rule):
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
             "import torch\nfrom torch import nn\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
             "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
             "x = torch.randn(4, 3).to(device)\ny = torch.zeros(4, dtype=torch.long).to(device)\n"
             "loss = criterion(model(x), y)\n"
@@ -345,7 +345,7 @@ class FactoryWithoutDevice(Rule):
     )
     why = (
         "The factory creates its tensor on the CPU whatever device the model was moved to, so the "
-        "operation raises `Expected all tensors to be on the same device` on a GPU machine. The "
+        "operation raises `Expected all tensors to be on the same device` on an accelerator. The "
         "classic case is an RNN's initial state `h0 = torch.zeros(...)` in `forward`."
     )
     fix_safety_note = (

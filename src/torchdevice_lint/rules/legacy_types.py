@@ -26,7 +26,7 @@ def _dtype(ctx, leaf: str) -> cst.BaseExpression:
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
-    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without a GPU"
+    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without CUDA"
     fix_title = "Create the tensor with `dtype=` and `device=`"
     fix_safety = Applicability.UNSAFE
     what = "Checks for calls of the legacy typed CUDA tensor classes, such as `torch.cuda.FloatTensor(3)`."
@@ -65,7 +65,7 @@ class LegacyCudaTensorConstructor(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)\n"
             ),
         ),
@@ -172,7 +172,7 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
-    message = "`{}` pins the tensor to CUDA: the cast raises without a GPU and the check is never true on other devices"
+    message = "`{}` pins the tensor to CUDA: the cast raises without CUDA and the check is never true on other devices"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -206,7 +206,7 @@ class CudaTensorTypeCast(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "y = x.to(device=device, dtype=torch.int64)\n"
             ),
         ),

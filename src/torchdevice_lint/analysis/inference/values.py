@@ -113,6 +113,9 @@ class FileInference:
     factory_sites: Dict[int, Dict[str, Optional[Value]]] = field(default_factory=dict)
     #: Entries held by ``factory_sites`` (bounded by ``MAX_RECORDED_ENTRIES``).
     recorded_entries: int = 0
+    #: Calls that make a float64 tensor on a device (``.double()`` of a device tensor, a
+    #: factory with ``dtype=torch.float64`` on one, ``.to(device, torch.float64)``): TDV601.
+    float64_calls: List[cst.Call] = field(default_factory=list)
 
 
 @dataclass
