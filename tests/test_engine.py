@@ -114,7 +114,7 @@ def test_per_file_ignores():
 
 
 def test_pre_filter_skips_files_without_trigger_words():
-    result = Engine(Settings()).check_source("plain.py", "def f(:\n")  # not even parsed
+    result = Engine(Settings()).check_source("plain.py", "def f(x):\n    return x\n")  # no LibCST parse
     assert result.error is None and not result.parsed
 
 
@@ -125,3 +125,8 @@ def test_config_rejects_unknown_keys_and_bad_values():
         settings_from_table({"select": "TDV1"})
     with pytest.raises(ConfigError, match="target-torch-version"):
         settings_from_table({"target-torch-version": "two"})
+
+
+def test_a_syntax_error_is_reported_in_a_file_no_rule_can_fire_on():
+    result = Engine(Settings()).check_source("notes.py", "def broken(:\n    pass\n")
+    assert result.error is not None and result.error.message.startswith("syntax error at 1:")

@@ -230,11 +230,14 @@ class Engine:
     def analyze(self, path: str, source: str, module: Optional[cst.Module] = None) -> Optional[Analysis]:
         """Run the pass; None when the pre-filter rules the file out. Raises Unparsable or
         ParserSyntaxError."""
+        if module is None:
+            # every file checked is judged by CPython first: syntax errors are reported even in
+            # files no rule can fire on, and what would crash or stall LibCST is refused
+            parse_python(source)
         rule_classes = self.rules_for(path, source)
         if not rule_classes:
             return None
         if module is None:
-            parse_python(source)  # refuses what would crash or stall LibCST (see pyparse.py)
             module = cst.parse_module(source)
         ctx = FileContext(path, source, module, self.settings)
         rules = [rule_class(ctx) for rule_class in rule_classes]
