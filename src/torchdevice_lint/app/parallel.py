@@ -24,13 +24,15 @@ import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..analysis.engine import Engine
 from ..analysis.findings import FileError, FileResult
 from .cache import ResultCache, content_hash
 from .runner import FixResult, check_file, fix_file, over_budget_error
 from .sources import SourceError, SourceFile, read_source
+
+T = TypeVar("T")
 
 #: Below this many files per worker the pool is not started.
 MIN_FILES_PER_WORKER = 4
@@ -86,6 +88,32 @@ def _pool_context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def _answer_from_cache(
+    paths: Sequence[str],
+    cache: Optional[ResultCache],
+    answer: Callable[[str, SourceFile, FileResult], Optional[T]],
+    on_done: Callable[[str], None],
+) -> Tuple[List[Optional[T]], List[Tuple[int, str, Optional[SourceFile]]], Dict[int, str]]:
+    """Read every file; where the cache holds a result for its content and ``answer`` turns
+    that into the file's result, it is done. Returns the results so far, the files still to
+    run (index, path, source) and the content digests by index, for filling the cache."""
+    results: List[Optional[T]] = [None] * len(paths)
+    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
+    digests: Dict[int, str] = {}
+    for index, path in enumerate(paths):
+        source = _read(path)
+        if cache is not None and source is not None:
+            digest = digests[index] = content_hash(source.raw)
+            cached = cache.get(path, digest)
+            answered = answer(path, source, cached) if cached is not None else None
+            if answered is not None:
+                results[index] = answered
+                on_done(path)
+                continue
+        pending.append((index, path, source))
+    return results, pending, digests
+
+
 def check_paths(
     engine: Engine,
     paths: Sequence[str],
@@ -97,19 +125,7 @@ def check_paths(
     """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling
     ``cache``; ``on_done(path)`` follows each file (the progress display)."""
     jobs = jobs or available_cores()
-    results: List[Optional[FileResult]] = [None] * len(paths)
-    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
-    digests = {}
-    for index, path in enumerate(paths):
-        source = _read(path)
-        if cache is not None and source is not None:
-            digest = digests[index] = content_hash(source.raw)
-            cached = cache.get(path, digest)
-            if cached is not None:
-                results[index] = cached
-                on_done(path)
-                continue
-        pending.append((index, path, source))
+    results, pending, digests = _answer_from_cache(paths, cache, lambda path, source, cached: cached, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
@@ -227,20 +243,14 @@ def fix_paths(
     parsed; the rest are fixed (and written) on every core. ``stop()`` turning true (SIGINT)
     ends the run after the files in hand; the results of the files fixed are returned."""
     jobs = jobs or available_cores()
-    results: List[Optional[FixResult]] = [None] * len(paths)
-    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
-    digests = {}
-    for index, path in enumerate(paths):
-        source = _read(path)
-        if cache is not None and source is not None:
-            digest = digests[index] = content_hash(source.raw)
-            cached = cache.get(path, digest)
-            if cached is not None and _nothing_to_fix(cached, unsafe):
-                results[index] = FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
-                                           error=cached.error, source=source)
-                on_done(path)
-                continue
-        pending.append((index, path, source))
+
+    def unchanged(path: str, source: SourceFile, cached: FileResult) -> Optional[FixResult]:
+        if not _nothing_to_fix(cached, unsafe):
+            return None
+        return FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
+                         error=cached.error, source=source)
+
+    results, pending, digests = _answer_from_cache(paths, cache, unchanged, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
