@@ -104,6 +104,13 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
     return NEUTRAL
 
 
+def _availability_call(node: Optional[cst.BaseExpression], qualname: QualName) -> bool:
+    """``torch.cuda.device_count()``, ``torch.cuda.is_available()`` and the like."""
+    return isinstance(node, cst.Call) and (
+        qualname(node.func) in AVAILABILITY_CALLS or last_name(node.func) == "device_count"
+    )
+
+
 def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     if len(test.comparisons) != 1:
         return NEUTRAL
@@ -116,9 +123,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
         return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):
-        if isinstance(side, cst.Call) and (
-            qualname(side.func) in AVAILABILITY_CALLS or last_name(side.func) == "device_count"
-        ):
+        if _availability_call(side, qualname):
             if isinstance(other, cst.Integer):
                 count = int(other.value, 0)
                 if isinstance(operator, (cst.GreaterThan,)) and side is left:
@@ -367,9 +372,7 @@ def _mentions_availability(value: cst.BaseExpression, qualname: QualName) -> boo
 def _counts_devices(value: Optional[cst.BaseExpression], qualname: QualName, counts: Collection[str]) -> bool:
     if isinstance(value, cst.Name):
         return value.value in counts
-    return isinstance(value, cst.Call) and (
-        qualname(value.func) in AVAILABILITY_CALLS or last_name(value.func) == "device_count"
-    )
+    return _availability_call(value, qualname)
 
 
 def _gates(body, checks: Collection[str], qualname: QualName) -> bool:
