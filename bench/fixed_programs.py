@@ -10,7 +10,8 @@ synthetic data (``bench/program_shims.py``) and long loops cut to a few iteratio
 It prints one row per program and two counts: programs broken by a fix (ran before, fail after,
 on the CPU or on simcuda: must be 0) and programs fixed (crashed on the CPU, run after). A cell
 reads ``ok``, ``ok, on cpu`` (a simulated leg where the program put no tensor on the device, as
-a fixed program whose device binding knows no MPS does on ``simmps``), ``timeout``, or the error.
+a program that picks its own device with ``torch.cuda.is_available()`` does on ``simmps``),
+``timeout``, or the error.
 ``--details`` prints the fix's diff and the error of every broken program.
 
     python bench/fixed_programs.py [--root DIR] [--only NAME] [--details]

@@ -50,6 +50,8 @@ JUDGED_LINES = HERE / "judged_lines.csv"
 DEFAULT_ROOT = Path(os.environ.get("TORCHDEVICE_REALCODE_ROOT", "/work/eval/repos"))
 FINDING_FIELDS = ["repo", "path", "line", "code", "text", "verdict", "reason"]
 LINE_FIELDS = ["repo", "path", "line", "text", "verdict", "kind", "expected", "reason"]
+#: Opt-in rules measured here too: their precision decides whether they may become default.
+OPT_IN_MEASURED = ("TDV601",)
 #: Up to this many findings of each rule are judged (all of them when a rule has fewer).
 SAMPLE_PER_RULE = 30
 #: What makes a line "hazard-looking" for the recall sample (grep, not the tool's own logic).
@@ -100,7 +102,8 @@ def run_check(folders: Sequence[Path]) -> List[dict]:
     """``torchdevice-lint check --output-format json`` over the folders, in a child process."""
     command = [
         sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())",
-        "check", "--no-cache", "--output-format", "json", *map(str, folders),
+        "check", "--no-cache", "--output-format", "json", "--extend-select", ",".join(OPT_IN_MEASURED),
+        *map(str, folders),
     ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode not in (0, 1, 2) or not done.stdout.strip():

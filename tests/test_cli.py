@@ -157,6 +157,6 @@ def test_stdin_round_trip(project):
     assert checked.stdout.startswith("model.py:2:5: TDV101")
     fixed = run("fix", "--unsafe-fixes", "-", stdin="import torch\nx = torch.ones(1).cuda()\n")
     assert fixed.stdout == (
-        'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
         "x = torch.ones(1).to(device)\n"
     )

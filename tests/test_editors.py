@@ -36,7 +36,7 @@ def test_check_stdin_uses_the_display_name_and_its_configuration(project, tmp_pa
     result = lint("check", "--output-format", "concise", "--stdin-filename", path, "-", cwd=elsewhere)
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
-        f"{path}:2:5: TDV101 [-] `.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+        f"{path}:2:5: TDV101 [-] `.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     ]  # TDV501 is ignored for scripts/** by the project's pyproject.toml
 
 
@@ -68,7 +68,7 @@ def test_fix_stdin_prints_the_fixed_buffer_with_the_projects_targets(project):
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         "import torch\n\n"
-        'device = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n'
+        'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n'
         "x = torch.ones(1).to(device)\n"
         'state = torch.load("m.pt", map_location="cpu")\n'
     )
@@ -95,8 +95,8 @@ def test_flake8_reads_stdin_with_a_display_name(project):
     )
     assert result.returncode == 1, result.stderr
     assert result.stdout.splitlines() == [
-        "scripts/run.py:2:5: TDV101 `.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU",
-        "scripts/run.py:3:9: TDV501 `torch.load(...)` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without a GPU",
+        "scripts/run.py:2:5: TDV101 `.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)",
+        "scripts/run.py:3:9: TDV501 `torch.load(...)` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without CUDA",
     ]
 
 

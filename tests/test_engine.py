@@ -130,17 +130,20 @@ def test_config_rejects_unknown_keys_and_bad_values():
         settings_from_table({"target-torch-version": "two"})
 
 
-DATAFLOW_EXAMPLES = [example.code for rule in all_rules() if rule.code.startswith("TDV4") for example in rule.invalid + rule.valid]
+DATAFLOW_CODES = ("TDV4", "TDV601")
+DATAFLOW_EXAMPLES = [
+    example.code for rule in all_rules() if rule.code.startswith(DATAFLOW_CODES) for example in rule.invalid + rule.valid
+]
 
 
 def test_dataflow_rules_alone_skip_the_walk_and_report_the_same():
     """Rules that only read the whole module at its end need of the walk only the imports."""
-    alone = Engine(Settings(select=("TDV4",)))
-    among_all = Engine(Settings())
+    alone = Engine(Settings(select=DATAFLOW_CODES))
+    among_all = Engine(Settings(select=("ALL",), extend_select=("TDV6",)))
 
     def dataflow(engine, source):
         findings = engine.check_source("t.py", source, with_edits=True).findings
-        return sorted((f.code, repr(f.location), f.message, repr(f.fix)) for f in findings if f.code.startswith("TDV4"))
+        return sorted((f.code, repr(f.location), f.message, repr(f.fix)) for f in findings if f.code.startswith(DATAFLOW_CODES))
 
     nested_import = "def f():\n    import torch as th\n    x = th.zeros(3).cuda()\n    return x.numpy()\n"
     for source in DATAFLOW_EXAMPLES + [nested_import]:

@@ -18,11 +18,11 @@ def fixed(table, source=HAZARD, unsafe=True):
 @pytest.mark.parametrize(
     "version, binding",
     [
-        ("2.4", 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
-        ("2.5", 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
+        ("2.4", 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'),
+        ("2.5", 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'),
         ("2.6", 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
-        ("2.7", 'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")'),
-        ("2.13", 'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")'),
+        ("2.7", 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
+        ("2.13", 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
     ],
 )
 def test_device_binding_follows_the_target_torch_version(version, binding):

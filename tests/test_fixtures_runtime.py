@@ -228,15 +228,6 @@ def _expected_failure(fixture: Fixture, leg: str) -> Optional[str]:
     return fixture.fix_gaps.get(kind)
 
 
-def _knows_mps(fixed_source: str) -> bool:
-    """Whether a fixed program can pick an MPS device at all: its device binding names MPS or
-    asks ``torch.accelerator``."""
-    return "mps" in fixed_source or "torch.accelerator" in fixed_source
-
-
-MPS_GAP = "the fix's device binding knows only CUDA and the CPU, so the program never uses MPS (issue 12: rules for every backend)"
-
-
 @pytest.mark.parametrize("fixture", ALL_FIXTURES, ids=lambda fixture: fixture.name)
 def test_original_fails_on_cpu(fixture: Fixture, copies, runs) -> None:
     completed = runs.result(copies["original"] / fixture.path.name, "cpu")
@@ -253,8 +244,6 @@ def test_fixed_fixture_runs_on_device(
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     program = copies["fixed"] / fixture.path.name
     uses_device = fixture.host_only is None
-    if reason is None and uses_device and torch_device_name == "simmps" and not _knows_mps(program.read_text()):
-        request.applymarker(pytest.mark.xfail(reason=MPS_GAP, strict=True))
     completed = runs.result(program, torch_device_name)
     assert completed.returncode == 0, _report(completed)
     assert completed.stdout.strip(), "the program printed no result"

@@ -30,7 +30,7 @@ def test_full_shows_a_code_frame_and_the_fix_without_colour(results):
     text = render("full", results, {"pkg/train model.py": SOURCE})
     assert "\x1b[" not in text
     lines = text.splitlines()
-    assert lines[0] == "pkg/train model.py:2:5: TDV101 [-] `.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+    assert lines[0] == "pkg/train model.py:2:5: TDV101 [-] `.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     assert lines[1:6] == [
         "  |",
         "1 | import torch",
@@ -75,7 +75,7 @@ def test_github_annotations_escape_their_properties_and_data(results):
     lines = github(results, {}).splitlines()
     assert lines[0] == (
         "::error file=pkg/train model.py,line=2,col=5,endLine=2,endColumn=25,"
-        "title=TDV101 (cuda-method-call)::TDV101 `.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+        "title=TDV101 (cuda-method-call)::TDV101 `.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     )
     assert lines[-1] == "::error file=pkg/broken.py,line=1,title=torchdevice-lint::syntax error at 2:7: invalid syntax"
     odd = dataclasses.replace(results[0].findings[0], filename="a,b:c.py", message="100% sure\nreally")

@@ -21,6 +21,8 @@ from bench.reliability import replay_fix, stray_hunks
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint.analysis.prefilter import parse_facts
+from torchdevice_lint.analysis.pyparse import Unparsable
 
 settings.register_profile(
     "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -37,14 +39,16 @@ BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression(
 
 
 def random_programs():
-    """Valid Python from hypothesmith that LibCST parses too."""
-    return hypothesmith.from_grammar().filter(_libcst_parses)
+    """Valid Python from hypothesmith that CPython's parser (the engine's first stage) and
+    LibCST both take."""
+    return hypothesmith.from_grammar().filter(_parses)
 
 
-def _libcst_parses(code: str) -> bool:
+def _parses(code: str) -> bool:
     try:
+        parse_facts(code)
         cst.parse_module(code)
-    except (cst.ParserSyntaxError, RecursionError):
+    except (Unparsable, cst.ParserSyntaxError, RecursionError):
         return False
     return True
 

@@ -72,7 +72,8 @@ def test_show_settings_names_the_file_and_values(project, capsys):
         f'Settings path: "{project / "pyproject.toml"}"',
     ]
     assert 'ignore = ["TDV501"]' in out and 'extend-select = ["TDV9"]' in out
-    assert 'device-expression = "torch.accelerator.current_accelerator(check_available=True) or torch.device(\\"cpu\\")"' in out
+    assert 'device-expression = "torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\\"cpu\\")"' in out
+    assert "target-torch-source = " in out and "[tool.torchdevice-lint] target-torch-version" in out
 
 
 def test_add_noqa_marks_each_line_then_the_run_is_clean(project, capsys):

@@ -5,6 +5,8 @@ import sys
 
 import pytest
 
+from torchdevice_lint.analysis.settings import Settings
+
 from bench.lsp_client import LspClient, file_uri
 from test_editor import apply_edits
 
@@ -133,7 +135,8 @@ def test_a_client_that_resolves_gets_the_edit_when_it_picks_the_fix(project):
     assert "edit" in noqa  # cheap: sent at once
     resolved = client.request("codeAction/resolve", quick)["result"]
     fixed = apply_edits(BUFFER, resolved["edit"]["changes"][uri])
-    assert fixed == 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(1).to(device)\nstate = torch.load("m.pt")\n'
+    binding = Settings().binding_expression()
+    assert fixed == f'import torch\n\ndevice = {binding}\nx = torch.ones(1).to(device)\nstate = torch.load("m.pt")\n'
     client.close()
 
 

@@ -7,8 +7,10 @@ Exit codes: 0 clean, 1 findings (or, for ``--check``/``--diff``, something would
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+import traceback
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +27,8 @@ from .app.config import SettingsResolver, check_codes, find_project_root, find_p
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
 from .app.output import (
-    FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, render, settings_text, sorted_results, statistics, summary, wants_colour,
+    FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, printable, render, settings_text, sorted_results, statistics, summary,
+    wants_colour,
 )
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
@@ -74,6 +77,7 @@ def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
             ignore=split_codes(args.ignore),
             exclude=split_codes(args.exclude),
             target_torch_version=args.target_torch_version,
+            target_torch_source="--target-torch-version" if args.target_torch_version else None,
             unsafe_fixes=getattr(args, "unsafe_fixes", None),
             force_exclude=args.force_exclude,
             respect_gitignore=args.respect_gitignore,
@@ -150,10 +154,27 @@ def _stdin_source(args: argparse.Namespace) -> Optional[SourceFile]:
 
 
 def _error(message: str) -> None:
-    print(message, file=sys.stderr)
+    """One line on stderr, whatever a file name or message holds (control characters escaped)."""
+    print(printable(message), file=sys.stderr)
+
+
+def _internal_errors_exit_2(main):
+    """A crash of the tool itself exits 2 (an error), never 1, which means "findings"."""
+
+    @functools.wraps(main)
+    def guarded(argv: Optional[List[str]] = None) -> int:
+        try:
+            return main(argv)
+        except Exception as error:  # noqa: BLE001 - the last line of defence
+            traceback.print_exc()
+            _error(f"torchdevice-{main.__name__.split('_')[0]}: internal error ({error.__class__.__name__}); please report this as a bug")
+            return EXIT_ERROR
+
+    return guarded
 
 
 # -- torchdevice-lint ---------------------------------------------------------------------------
+@_internal_errors_exit_2
 def lint_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-lint", description="Find device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-lint {__version__}")
@@ -293,6 +314,7 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
 
 
 # -- torchdevice-fix ----------------------------------------------------------------------------
+@_internal_errors_exit_2
 def fix_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-fix", description="Rewrite device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-fix {__version__}")
@@ -358,7 +380,8 @@ def _fix_command(args: argparse.Namespace) -> int:
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
-        _error(_fix_summary(results, remaining, args, run.unsafe_fixes))
+        for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
+            _error(line)
     return _fix_exit(results, args, missing)
 
 

@@ -8,7 +8,6 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 
 from __future__ import annotations
 
-import ast
 from collections import defaultdict
 from typing import Dict, Optional, Sequence, Type
 
@@ -18,7 +17,7 @@ from . import guards, noqa
 from .context import Analysis, FileContext
 from .inference.shape import child_blocks
 from .positions import node_positions
-from .prefilter import Unparsable
+from .pyparse import Unparsable
 from .rule import Rule
 from .settings import Settings
 from .syntax import dotted_name
@@ -107,11 +106,12 @@ class _BatchedPass(cst.CSTVisitor):
         self.ctx.add_import(node)
 
     def _scope(self, node: cst.CSTNode) -> None:
-        """Functions and classes that are CUDA-specific by name (``def cuda(self)``,
-        ``move_to_cuda``, ``class CUDAAccelerator``) or by a skip decorator are guarded."""
+        """A ``def cuda(self)`` override (it delegates to ``Module.cuda``) and functions behind a
+        CUDA skip decorator are guarded. Other CUDA-named code is not: a ``CUDACallback``
+        enabled by default runs on every machine."""
         self.ctx.scopes.append(node)
         name = getattr(node, "name", None)
-        if name is not None and guards.names_cuda(name.value):
+        if name is not None and isinstance(node, cst.FunctionDef) and guards.delegates_to_cuda(name.value):
             self._guard(node.body)
             return
         decorators = getattr(node, "decorators", ())
@@ -209,7 +209,7 @@ def analyze_module(
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
-            raise Unparsable(syntax_error_message(source, error)) from None
+            raise Unparsable(syntax_error_message(error)) from None
     ctx = FileContext(path, source, module, settings)
     rules = [rule_class(ctx) for rule_class in rule_classes]
     batched_pass = _BatchedPass(ctx, rules)
@@ -246,15 +246,9 @@ def _add_imports(ctx: FileContext, statements: Sequence[cst.CSTNode]) -> None:
                 _add_imports(ctx, block)
 
 
-def syntax_error_message(source: str, error: cst.ParserSyntaxError) -> str:
-    """One line naming where the file stops being Python. Python's own parser words and
-    places syntax errors better than LibCST's, so it is asked on this (rare) path."""
-    try:
-        compile(source, "<checked>", "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
-    except SyntaxError as python_error:
-        return f"syntax error at {python_error.lineno}:{python_error.offset or 1}: {python_error.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
+def syntax_error_message(error: cst.ParserSyntaxError) -> str:
+    """One line naming where LibCST stopped, on a file CPython took (the first stage parsed it
+    already): grammar newer than LibCST's."""
     detail = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
     return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
 

@@ -9,7 +9,7 @@ function and class enclose it, and which device expression a fix should write.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -125,19 +125,6 @@ def binds_unconditionally(statement: cst.CSTNode, name: str) -> bool:
     return False
 
 
-def bound_above(block: cst.CSTNode, name: str, stack: Sequence[cst.CSTNode]) -> bool:
-    """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one
-    on ``stack`` binds ``name`` unconditionally."""
-    body = block.body
-    on_stack = {id(node) for node in stack}
-    for statement in body:
-        if id(statement) in on_stack:
-            return False
-        if binds_unconditionally(statement, name):
-            return True
-    return False
-
-
 def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
     return list(function.params.posonly_params) + list(function.params.params)
 
@@ -158,6 +145,10 @@ class FileContext:
         #: Depth of conditions that hold only in a multi-process distributed run.
         self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
+        #: (id(block), name) -> index of the first statement of the block binding the name.
+        self._first_binding: Dict[Tuple[int, str], int] = {}
+        #: id(block) -> {id(statement): its index in the block}.
+        self._statement_index: Dict[int, Dict[int, int]] = {}
         self.flags = FlagDefaults(module)
         self._collect_top_level_imports(module.body)
 
@@ -249,6 +240,24 @@ class FileContext:
             self._bindings[key] = collector.names
         return self._bindings[key]
 
+    def bound_above(self, block: cst.CSTNode, name: str) -> bool:
+        """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one
+        on the stack binds ``name`` unconditionally. Indexed once per block and name: asked per
+        finding, a scan of the block made files with thousands of findings quadratic."""
+        body = block.body
+        key = (id(block), name)
+        first = self._first_binding.get(key)
+        if first is None:
+            first = next((i for i, s in enumerate(body) if binds_unconditionally(s, name)), len(body))
+            self._first_binding[key] = first
+        if first == len(body):
+            return False
+        positions = self._statement_index.get(id(block))
+        if positions is None:
+            positions = self._statement_index[id(block)] = {id(s): i for i, s in enumerate(body)}
+        here = next((positions[id(node)] for node in reversed(self.stack) if id(node) in positions), len(body))
+        return first < here
+
     def name_bound_here(self, name: str) -> bool:
         """Whether ``name`` is certainly bound when the node being visited runs (DESIGN.md: a
         fix may reuse only such a binding): a parameter or a local assigned unconditionally
@@ -259,10 +268,10 @@ class FileContext:
         if functions:
             innermost = functions[-1]
             if name in self.bound_names(innermost):
-                return name in parameter_names(innermost) or bound_above(innermost.body, name, self.stack)
+                return name in parameter_names(innermost) or self.bound_above(innermost.body, name)
             if any(name in self.bound_names(outer) for outer in functions[:-1]):
                 return True
-        return bound_above(self.module, name, self.stack)
+        return self.bound_above(self.module, name)
 
     def name_shadowed_here(self, name: str) -> bool:
         """Whether ``name`` is a local of the innermost function: a module-level binding of it

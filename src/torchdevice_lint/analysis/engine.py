@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from . import noqa
 from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
-from .prefilter import Unparsable, parse_facts
+from .prefilter import parse_facts
+from .pyparse import Unparsable
 from .registry import all_rules
 from .rule import Rule
 from .settings import Settings
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from .context import Analysis, RawFinding
 
+
 class Engine:
     def __init__(self, settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None) -> None:
         self.settings = settings or Settings()
@@ -32,8 +34,9 @@ class Engine:
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
         """Rules enabled for this path whose triggers the file contains (the first stage); none
-        for a file with ``# torchdevice-lint: noqa``. Raises ``Unparsable`` when CPython cannot
-        parse the file; ``tree`` is its ``ast`` if the caller has one."""
+        for a file with ``# torchdevice-lint: noqa``. Every file checked is judged by CPython
+        here, even one no rule can fire on: raises ``Unparsable`` for a syntax error or for what
+        would crash or stall LibCST. ``tree`` is the file's ``ast`` if the caller has one."""
         facts = parse_facts(source, tree)
         extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
         exempt = noqa.file_exemption(source)

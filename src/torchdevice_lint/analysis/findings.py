@@ -74,6 +74,8 @@ def position_key(finding: Finding) -> tuple:
 class FileError:
     filename: str
     message: str
+    #: Depends on more than the file's bytes (a time limit ran out): never cached.
+    transient: bool = False
 
     def __str__(self) -> str:
         return f"{self.filename}: error: {self.message}"

@@ -1,4 +1,5 @@
-"""Recognising conditions that check for CUDA, so code behind them is not reported.
+"""Recognising conditions that check for CUDA or another accelerator, so code behind them is
+not reported.
 
 ``classify(test, qualname)`` returns POSITIVE when the condition being true means CUDA is there
 (``torch.cuda.is_available()``, ``x.is_cuda``, ``device.type == "cuda"``, ``use_cuda``),
@@ -31,13 +32,20 @@ def names_cuda(name: str) -> bool:
     return "cuda" in lowered or "gpu" in lowered
 
 
+def delegates_to_cuda(function_name: str) -> bool:
+    """``def cuda(self)`` (an override of ``Module.cuda``) and ``move_to_cuda(sample)``-style
+    helpers exist to do the move: their callers decide whether CUDA is there."""
+    name = function_name.lstrip("_").lower()
+    return name == "cuda" or name.endswith(("to_cuda", "to_gpu"))
+
+
 def _flag_name(name: str) -> int:
     """``use_cuda``/``args.gpu`` read as CUDA flags; ``no_cuda``/``cpu_only`` as their negation."""
     lowered = name.lower()
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
             return NEGATIVE
-        return NEUTRAL
+        return _backend_flag_name(lowered)
     if lowered.startswith(("no_", "not_", "disable", "without_")) or "no_cuda" in lowered:
         return NEGATIVE
     return POSITIVE
@@ -46,7 +54,7 @@ def _flag_name(name: str) -> int:
 def _compare_device_string(value: Optional[str]) -> int:
     if value is None:
         return NEUTRAL
-    if value.startswith("cuda") or value == "gpu":
+    if value.startswith("cuda") or value == "gpu" or backend_of_device_string(value):
         return POSITIVE
     if value == "cpu":
         return NEGATIVE
@@ -84,7 +92,7 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
         return _classify_comparison(test, qualname)
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = last_name(test)
-        if name == "is_cuda":
+        if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
             return POSITIVE
         sign = _flag_name(name) if name else NEUTRAL
         if sign != NEUTRAL and flag_default is not None:
@@ -93,6 +101,13 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
                 return NEUTRAL  # the user's flag picks the GPU unless told otherwise
         return sign
     return NEUTRAL
+
+
+def _availability_call(node: Optional[cst.BaseExpression], qualname: QualName) -> bool:
+    """``torch.cuda.device_count()``, ``torch.cuda.is_available()`` and the like."""
+    return isinstance(node, cst.Call) and (
+        qualname(node.func) in AVAILABILITY_CALLS or last_name(node.func) == "device_count"
+    )
 
 
 def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
@@ -107,9 +122,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
         return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):
-        if isinstance(side, cst.Call) and (
-            qualname(side.func) in AVAILABILITY_CALLS or last_name(side.func) == "device_count"
-        ):
+        if _availability_call(side, qualname):
             if isinstance(other, cst.Integer):
                 count = int(other.value, 0)
                 if isinstance(operator, (cst.GreaterThan,)) and side is left:
@@ -123,7 +136,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
             return NEUTRAL
     sign = NEUTRAL
     for side in (left, right):
-        sign = sign or _compare_device_string(string_value(side))
+        sign = sign or _compare_device_string(string_value(side)) or _compare_device_collection(side)
     if sign == NEUTRAL:
         return NEUTRAL
     if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
@@ -131,6 +144,49 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
         return -sign
     return NEUTRAL
+
+
+# -- every accelerator, not only CUDA (issue 12) ---------------------------------------------
+
+#: Device types other than CUDA that raise where their backend is missing, with the hardware
+#: they need (for messages).
+OTHER_BACKENDS = {
+    "mps": "MPS (Apple silicon)",
+    "xpu": "XPU (an Intel GPU)",
+    "npu": "NPU (Ascend, torch_npu)",
+    "hpu": "HPU (Intel Gaudi)",
+    "xla": "XLA (a TPU, torch_xla)",
+}
+#: ``x.is_mps`` and friends: true only for a tensor that is on that accelerator.
+BACKEND_TENSOR_FLAGS = {f"is_{backend}" for backend in OTHER_BACKENDS}
+
+
+def backend_of_device_string(value: Optional[str]) -> Optional[str]:
+    """``"mps"``, ``"xpu:1"`` -> the backend named; None for CUDA, the CPU and anything else."""
+    if not value:
+        return None
+    backend, _, index = value.partition(":")
+    if backend in OTHER_BACKENDS and (not index or index.isdigit()):
+        return backend
+    return None
+
+
+def _backend_flag_name(lowered: str) -> int:
+    """``use_mps``/``args.xpu``/``mps_available`` read as flags for that backend (one of the
+    name's ``_``-separated words is the backend: ``timestamps`` is not), ``no_mps`` negated."""
+    words = lowered.split("_")
+    if not any(word in OTHER_BACKENDS for word in words):
+        return NEUTRAL
+    return NEGATIVE if words[0] in {"no", "not", "disable", "without"} else POSITIVE
+
+
+def _compare_device_collection(node: cst.BaseExpression) -> int:
+    """``device.type in ("cuda", "mps")``: every member an accelerator is a positive check,
+    ``in ("cpu",)`` a negative one."""
+    if not isinstance(node, (cst.Tuple, cst.List, cst.Set)) or not node.elements:
+        return NEUTRAL
+    signs = {_compare_device_string(string_value(element.value)) for element in node.elements}
+    return signs.pop() if len(signs) == 1 else NEUTRAL
 
 
 def terminates(block: cst.BaseSuite) -> bool:
@@ -315,9 +371,7 @@ def _mentions_availability(value: cst.BaseExpression, qualname: QualName) -> boo
 def _counts_devices(value: Optional[cst.BaseExpression], qualname: QualName, counts: Collection[str]) -> bool:
     if isinstance(value, cst.Name):
         return value.value in counts
-    return isinstance(value, cst.Call) and (
-        qualname(value.func) in AVAILABILITY_CALLS or last_name(value.func) == "device_count"
-    )
+    return _availability_call(value, qualname)
 
 
 def _gates(body, checks: Collection[str], qualname: QualName) -> bool:

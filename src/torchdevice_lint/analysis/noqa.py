@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Iterable, List, NamedTuple, Optional, Set, Tuple
+from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 UNUSED_NOQA = "TDV900"
 _CODES = r"[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*"
@@ -54,12 +54,18 @@ class LineSuppressions:
     def __init__(self, source: str) -> None:
         self.lines = source.splitlines()
         self.used: Set[Tuple[int, str]] = set()
+        #: row -> its directive, searched once: one long line can hold thousands of findings.
+        self._directives: Dict[int, Optional["re.Match[str]"]] = {}
+
+    def _directive(self, row: int) -> Optional["re.Match[str]"]:
+        if row not in self._directives:
+            line = self.lines[row - 1] if 0 < row <= len(self.lines) else ""
+            self._directives[row] = NOQA.search(line) if "noqa" in line.lower() else None
+        return self._directives[row]
 
     def covers(self, rows: Iterable[int], code: str) -> bool:
         for row in sorted(set(rows)):
-            if not 0 < row <= len(self.lines) or "noqa" not in self.lines[row - 1].lower():
-                continue
-            match = NOQA.search(self.lines[row - 1])
+            match = self._directive(row)
             if match is None:
                 continue
             if not match.group("codes"):

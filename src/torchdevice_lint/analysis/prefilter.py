@@ -2,11 +2,10 @@
 file is Python and which rules could fire on it.
 
 LibCST's parse costs about ten times ``ast.parse`` and most files have no finding. Every file is
-parsed with ``compile(..., PyCF_ONLY_AST)``, which also words syntax errors the way Python does
-and refuses nesting LibCST cannot survive (1,500 nested brackets overflow LibCST's stack;
-CPython raises "too many nested parentheses" at 200). One walk of that tree collects the
-file's ``Facts``. Each rule declares ``triggers``: what a file must contain for the rule to
-fire, stated over those facts. A rule whose triggers are absent does not run, and a file no
+parsed once with ``compile(..., PyCF_ONLY_AST)`` (``pyparse.py``), which also words syntax errors
+the way Python does and refuses nesting LibCST cannot survive. One walk of that tree collects the
+file's ``Facts`` and refuses a tree deeper than ``pyparse.MAX_DEPTH``. Each rule declares
+``triggers``: what a file must contain for the rule to fire, stated over those facts. A rule whose triggers are absent does not run, and a file no
 enabled rule can fire on is never parsed with LibCST.
 
 Triggers must over-approximate what a rule's visitors can report: tests/test_prefilter.py
@@ -16,15 +15,10 @@ checks every rule example and the real files with findings.
 from __future__ import annotations
 
 import ast
-import warnings
 from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, Set, Tuple
 
-_ONLY_AST = ast.PyCF_ONLY_AST
-
-
-class Unparsable(Exception):
-    """The file is not Python this interpreter can parse; the message is one line."""
+from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 
 @dataclass
@@ -46,63 +40,63 @@ class Facts:
 
 
 def parse_facts(source: str, tree: ast.AST = None) -> Facts:
-    """The file's facts; raises ``Unparsable`` when CPython cannot parse it. ``tree`` is a
-    tree already parsed from ``source`` (flake8 hands one over)."""
-    if tree is None:
-        try:
-            with warnings.catch_warnings():  # the file's invalid escapes are not ours to report
-                warnings.simplefilter("ignore")
-                tree = compile(source, "<checked>", "exec", _ONLY_AST, dont_inherit=True)
-        except SyntaxError as error:
-            raise Unparsable(f"syntax error at {error.lineno or 1}:{error.offset or 1}: {error.msg}") from None
-        except (RecursionError, MemoryError):
-            raise Unparsable("file is nested too deeply to analyse") from None
-        except ValueError as error:  # null bytes
-            raise Unparsable(f"syntax error at 1:1: {error}") from None
-    return _collect(tree, source)
+    """The file's facts; raises ``Unparsable`` when CPython cannot parse it or its tree is
+    deeper than ``MAX_DEPTH``. ``tree`` is a tree already parsed from ``source`` (flake8 hands
+    one over)."""
+    return _collect(compile_python(source) if tree is None else tree, source)
 
 
 def _collect(tree: ast.AST, source: str) -> Facts:
+    """One walk, a level at a time: the facts, and the depth check (no recursion)."""
     facts = Facts(source=source)
     identifiers, calls, keywords, strings, bases = (
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
     Name, Attribute, Call, Constant = ast.Name, ast.Attribute, ast.Call, ast.Constant
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind is Name:
-            identifiers.add(node.id)
-        elif kind is Attribute:
-            identifiers.add(node.attr)
-        elif kind is Constant:
-            if type(node.value) is str:
-                strings.add(node.value)
-        elif kind is Call:
-            func = node.func
-            if type(func) is Attribute:
-                calls.add(func.attr)
-            elif type(func) is Name:
-                calls.add(func.id)
-            for keyword in node.keywords:
-                if keyword.arg is not None:
-                    keywords.add(keyword.arg)
-        elif kind is ast.alias:
-            identifiers.update(node.name.split("."))
-            if node.asname:
-                identifiers.add(node.asname)
-        elif kind is ast.ImportFrom:
-            if node.module:
-                identifiers.update(node.module.split("."))
-        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            identifiers.add(node.name)
-        elif kind is ast.ClassDef:
-            identifiers.add(node.name)
-            for base in node.bases:
-                if type(base) is Name:
-                    bases.add(base.id)
-                elif type(base) is Attribute:
-                    bases.add(base.attr)
-    return facts
+    children = ast.iter_child_nodes
+    level = [tree]
+    for _ in range(MAX_DEPTH):
+        below: list = []
+        extend = below.extend
+        for node in level:
+            extend(children(node))
+            kind = type(node)
+            if kind is Name:
+                identifiers.add(node.id)
+            elif kind is Attribute:
+                identifiers.add(node.attr)
+            elif kind is Constant:
+                if type(node.value) is str:
+                    strings.add(node.value)
+            elif kind is Call:
+                func = node.func
+                if type(func) is Attribute:
+                    calls.add(func.attr)
+                elif type(func) is Name:
+                    calls.add(func.id)
+                for keyword in node.keywords:
+                    if keyword.arg is not None:
+                        keywords.add(keyword.arg)
+            elif kind is ast.alias:
+                identifiers.update(node.name.split("."))
+                if node.asname:
+                    identifiers.add(node.asname)
+            elif kind is ast.ImportFrom:
+                if node.module:
+                    identifiers.update(node.module.split("."))
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                identifiers.add(node.name)
+            elif kind is ast.ClassDef:
+                identifiers.add(node.name)
+                for base in node.bases:
+                    if type(base) is Name:
+                        bases.add(base.id)
+                    elif type(base) is Attribute:
+                        bases.add(base.attr)
+        if not below:
+            return facts
+        level = below
+    raise Unparsable(TOO_DEEP)
 
 
 class Trigger:

@@ -8,7 +8,10 @@ from typing import Dict, List, Type
 
 from .rule import Rule
 
-FAMILIES = ("placement", "device_index", "legacy_types", "backend_api", "serialization", "dataflow", "hints", "noqa")
+FAMILIES = (
+    "placement", "device_index", "backends", "legacy_types", "backend_api", "distributed", "serialization",
+    "dataflow", "dtypes", "hints", "noqa",
+)
 
 
 @lru_cache(maxsize=None)

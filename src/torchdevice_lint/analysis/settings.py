@@ -6,8 +6,12 @@ the analysis only reads them.
 
 from __future__ import annotations
 
+import ast
+import io
+import keyword
 import os
 import re
+import tokenize
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -18,14 +22,20 @@ from .fixes import ImportSpec
 if TYPE_CHECKING:
     import pathspec
 
-DEFAULT_DEVICE_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
-# The module-level device binding per target-torch-version, newest first (DESIGN.md).
-# ``current_accelerator()`` returns None on a CPU-only machine, hence the CPU fallback.
+# The module-level device binding per target-torch-version, newest first (DESIGN.md). Before
+# torch.accelerator (2.6): CUDA, then MPS, then the CPU. ``current_accelerator()`` returns None
+# on a CPU-only machine, hence the explicit CPU fallback.
+DEFAULT_DEVICE_EXPRESSION = (
+    'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+)
+ACCELERATOR_DEVICE_EXPRESSION = (
+    'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+)
 DEVICE_EXPRESSIONS_BY_TARGET = (
-    ((2, 7), 'torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")'),
-    ((2, 6), 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'),
+    ((2, 6), ACCELERATOR_DEVICE_EXPRESSION),
     ((0, 0), DEFAULT_DEVICE_EXPRESSION),
 )
+DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -51,13 +61,29 @@ class Settings:
     device_import: Optional[str] = None
     exclude: Sequence[str] = DEFAULT_EXCLUDES
     extend_exclude: Sequence[str] = ()
-    target_torch_version: str = "2.4"
+    target_torch_version: str = DEFAULT_TARGET_TORCH_VERSION
+    #: Where ``target_torch_version`` came from (a setting, the project's torch requirement, the
+    #: default), for settings output.
+    target_torch_source: str = "default"
     #: Skip what ``.gitignore``/``.ignore`` files ignore (ruff's ``respect-gitignore``).
     respect_gitignore: bool = True
     #: Apply the excludes to files named on the command line too (pre-commit passes names).
     force_exclude: bool = False
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
+    #: CPU seconds one file may take to check or fix before it gets an error and the run goes
+    #: on (0: no limit). Generated files can take minutes; no real source file takes seconds.
+    per_file_timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        # Both are written into users' files verbatim: a name that is not an identifier would
+        # turn valid files into syntax errors, and anything but one expression could run code.
+        if not self.device_name.isidentifier() or keyword.iskeyword(self.device_name):
+            raise ConfigError(f"device-name must be a Python identifier, not {self.device_name!r}")
+        if self.device_expression is not None:
+            check_expression(self.device_expression)
+        if isinstance(self.per_file_timeout, bool) or not isinstance(self.per_file_timeout, (int, float)) or not self.per_file_timeout >= 0:
+            raise ConfigError(f"per-file-timeout must be a number of seconds (0: no limit), not {self.per_file_timeout!r}")
 
     def target_version(self) -> tuple:
         """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
@@ -96,6 +122,23 @@ class Settings:
             if path_matches(relative, pattern):
                 codes.extend(pattern_codes)
         return codes
+
+
+def check_expression(code: str) -> None:
+    """Raise ConfigError unless ``code`` is one Python expression on one line, without comments."""
+    problem = None
+    try:
+        ast.parse(code, mode="eval")
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (SyntaxError, ValueError, tokenize.TokenError):
+        problem = "is not a Python expression"
+    else:
+        if any(token.type == tokenize.COMMENT for token in tokens):
+            problem = "must not contain a comment"
+        elif any(token.type in (tokenize.NL, tokenize.NEWLINE) and token.string for token in tokens):
+            problem = "must be written on one line"
+    if problem:
+        raise ConfigError(f"device-expression {problem}: {code!r}")
 
 
 def parse_version(text: str) -> tuple:

@@ -6,6 +6,12 @@ gets its stored result back; anything else is checked again. Changing the settin
 (its version, or any of its source files: an editable install changes without a version bump)
 selects another cache file, so stale results are never returned. The directory holds nothing
 else of value: deleting it only makes the next run cold.
+
+An entry is used only if it is exactly what this build writes: each carries a SHA-256 over its
+path, digest and result, and the result must match the schema (known rule codes and names,
+positive positions, known fix kinds). A truncated, corrupt or hand-edited entry is a miss, never
+an error and never a finding. The checksum catches corruption and editing, not someone who
+recomputes it: whoever may write the cache directory may as well write the checked files.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Dict, Optional
 
 from .. import __version__
 from ..analysis.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+from ..analysis.registry import all_rules
 from ..analysis.settings import Settings
 
 CACHE_DIR_NAME = ".torchdevice_cache"
@@ -94,18 +101,19 @@ class ResultCache:
         try:
             with open(self.path, encoding="utf-8") as handle:
                 entries = json.load(handle)
-        except (OSError, ValueError):
-            return {}  # absent, unreadable or cut short: start cold
+        except (OSError, ValueError, RecursionError):
+            return {}  # absent, unreadable, cut short or not JSON: start cold
         return entries if isinstance(entries, dict) else {}
 
     def get(self, path: str, digest: str) -> Optional[FileResult]:
-        entry = self._entries.get(os.path.abspath(path))
-        if entry is None or entry[0] != digest:
+        key = os.path.abspath(path)
+        entry = self._entries.get(key)
+        if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == digest):
             return None
-        try:
-            return _result_from_dict(path, entry[1])
-        except (KeyError, TypeError, ValueError):
-            return None  # written by an incompatible build: check the file again
+        data = entry[1]
+        if entry[2] != _entry_checksum(key, digest, data) or not _valid_result(data):
+            return None  # corrupt, edited or from another build: check the file again
+        return _result_from_dict(path, data)
 
     def forget_missing(self) -> None:
         """Drop the entries of files that no longer exist (renamed, deleted)."""
@@ -115,11 +123,14 @@ class ResultCache:
         self._changed = self._changed or bool(missing)
 
     def put(self, path: str, digest: str, result: FileResult) -> None:
-        self._entries[os.path.abspath(path)] = [digest, _result_to_dict(result)]
+        key = os.path.abspath(path)
+        data = _result_to_dict(result)
+        self._entries[key] = [digest, data, _entry_checksum(key, digest, data)]
         self._changed = True
 
     def save(self) -> None:
-        """Write atomically; a cache that cannot be written only costs the next run its speed."""
+        """Write atomically; a cache that cannot be written only costs the next run its speed,
+        and a failed write (a full disk) leaves no temporary file behind."""
         self.forget_missing()
         if not self._changed:
             with contextlib.suppress(OSError):
@@ -129,22 +140,85 @@ class ResultCache:
             self.directory.mkdir(parents=True, exist_ok=True)
             _mark_as_cache(self.directory)
             handle, temporary = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.directory)
+        except OSError:
+            return
+        try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 json.dump(self._entries, stream, separators=(",", ":"))
             os.replace(temporary, self.path)
         except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
             return
         prune(self.directory, keep=self.path)
 
 
 def _mark_as_cache(directory: Path) -> None:
-    """Tell git and backup tools (CACHEDIR.TAG) to leave the directory alone."""
-    ignore = directory / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Created by torchdevice-lint; safe to delete.\n*\n")
-    tag = directory / "CACHEDIR.TAG"
-    if not tag.exists():
-        tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n")
+    """Tell git and backup tools (CACHEDIR.TAG) to leave the directory alone. The files are
+    created, never opened through an existing name: a dangling symbolic link planted there would
+    otherwise make the tool write wherever it points."""
+    for name, text in (
+        (".gitignore", "# Created by torchdevice-lint; safe to delete.\n*\n"),
+        ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n"),
+    ):
+        try:
+            descriptor = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except FileExistsError:
+            continue  # there already, or a link: left alone either way
+        with os.fdopen(descriptor, "w") as stream:
+            stream.write(text)
+
+
+def _entry_checksum(key: str, digest: str, data) -> str:
+    try:
+        material = json.dumps([key, digest, data], sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return ""
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_APPLICABILITY = {"safe", "unsafe", "display-only"}
+
+
+def _is_location(value) -> bool:
+    return (
+        isinstance(value, dict) and set(value) == {"row", "column"}
+        and all(type(value[k]) is int and value[k] >= 1 for k in value)
+    )
+
+
+def _valid_fix(fix) -> bool:
+    return (
+        isinstance(fix, dict) and set(fix) == {"applicability", "message", "edits"}
+        and fix["applicability"] in _APPLICABILITY and isinstance(fix["message"], str)
+        and isinstance(fix["edits"], list)
+        and all(
+            isinstance(edit, dict) and set(edit) == {"content", "location", "end_location"}
+            and isinstance(edit["content"], str) and _is_location(edit["location"]) and _is_location(edit["end_location"])
+            for edit in fix["edits"]
+        )
+    )
+
+
+def _valid_finding(item, names: Dict[str, str]) -> bool:
+    return (
+        isinstance(item, dict)
+        and set(item) == {"code", "name", "message", "filename", "location", "end_location", "fix"}
+        and isinstance(item["code"], str) and names.get(item["code"]) == item["name"]
+        and isinstance(item["message"], str) and isinstance(item["filename"], str)
+        and _is_location(item["location"]) and _is_location(item["end_location"])
+        and (item["fix"] is None or _valid_fix(item["fix"]))
+    )
+
+
+def _valid_result(data) -> bool:
+    """Whether ``data`` has exactly the shape ``_result_to_dict`` writes."""
+    if not (isinstance(data, dict) and set(data) == {"parsed", "error", "findings"}):
+        return False
+    if type(data["parsed"]) is not bool or not (data["error"] is None or isinstance(data["error"], str)):
+        return False
+    names = {rule.code: rule.name for rule in all_rules()}
+    return isinstance(data["findings"], list) and all(_valid_finding(item, names) for item in data["findings"])
 
 
 def _location(data: dict) -> Location:

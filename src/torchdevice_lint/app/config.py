@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from ..analysis.registry import all_rules
 from ..analysis.settings import ConfigError, Settings
+from .torch_target import with_inferred_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,6 +32,7 @@ _KEYS = {
     "exclude": "codes",
     "extend-exclude": "codes",
     "target-torch-version": "str",
+    "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
 }
@@ -80,9 +82,11 @@ def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settin
     current directory) when there is none."""
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
-        return Settings(root=str(find_project_root(start) or os.path.abspath(".")))
+        settings = Settings(root=str(find_project_root(start) or os.path.abspath(".")))
+        return with_inferred_target(settings, _directory_of(start), configured=False)
     table = _table(path) or {}
-    return settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
+    settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
+    return with_inferred_target(settings, Path(os.path.abspath(path)).parent, configured="target-torch-version" in table)
 
 
 class SettingsResolver:
@@ -140,8 +144,10 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             check_codes(codes)
         except ConfigError as error:
             raise ConfigError(f"{source}: per-file-ignores {pattern!r}: {error}") from None
-    settings = Settings(root=root, **values)
     try:
+        settings = Settings(root=root, **values)
+        if "target_torch_version" in values:
+            settings = replace(settings, target_torch_source=f"{source} [tool.torchdevice-lint] target-torch-version")
         settings.target_version()  # reject a malformed version now, not at the first fix
         settings.binding_imports()  # and a malformed device-import
     except ConfigError as error:
@@ -164,6 +170,10 @@ def _check_value(key: str, kind: str, value, source: str):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{source}: {key} must be a list of strings")
         return tuple(value)
+    if kind == "seconds":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ConfigError(f"{source}: {key} must be a number of seconds (0: no limit)")
+        return float(value)
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")

@@ -180,7 +180,8 @@ def discover(
         elif os.path.isdir(path):
             candidates = discovery.walk(path, notes)
         elif os.path.lexists(path):
-            reason = "broken symbolic link" if os.path.islink(path) else "not a regular file or directory"
+            broken = os.path.islink(path) and not os.path.exists(path)  # a link to /dev/zero is not broken
+            reason = "broken symbolic link" if broken else "not a regular file or directory"
             errors.append(f"{path}: error: {reason}")
             continue
         else:

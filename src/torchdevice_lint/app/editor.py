@@ -23,7 +23,7 @@ from ..analysis.findings import Finding
 from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..analysis.fixes import Applicability
 from ..analysis.noqa import NOQA
-from ..analysis.prefilter import Unparsable
+from ..analysis.pyparse import Unparsable
 from ..analysis.registry import rule_by_code
 from ..analysis.settings import ConfigError, Settings
 from .config import find_pyproject, load_settings

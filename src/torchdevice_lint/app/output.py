@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import unicodedata
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
@@ -61,9 +62,9 @@ def concise(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _frame(finding: Finding, source: str, style: _Style) -> List[str]:
-    """The finding's first line with one line of context either side and carets under it."""
-    lines = source.splitlines()
+def _frame(finding: Finding, lines: List[str], style: _Style) -> List[str]:
+    """The finding's first line (of the file's ``lines``) with one line of context either side
+    and carets under it."""
     row = finding.location.row
     if not 0 < row <= len(lines):
         return []
@@ -124,11 +125,14 @@ _FIX_HINTS = {
 def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
     style = _Style(colour)
     blocks = []
+    lines_of: Dict[str, List[str]] = {}
     for result in results:
         for f in result.findings:
             position = style(f"{f.filename}:{f.location.row}:{f.location.column}:", BOLD)
             block = [f"{position} {style(f.code, RED, BOLD)}{_marker(f)} {f.message}"]
-            block.extend(_frame(f, sources.get(f.filename, ""), style))
+            if f.filename not in lines_of:  # split once per file, not once per finding
+                lines_of[f.filename] = sources.get(f.filename, "").splitlines()
+            block.extend(_frame(f, lines_of[f.filename], style))
             if f.fix:
                 label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability == "safe" else YELLOW, BOLD)
                 block.append(f"{' ' * (len(str(f.location.row + 1)) + 1)}= {label}: {f.fix.message}")
@@ -378,6 +382,8 @@ FORMATS: Dict[str, Formatter] = {
 }
 #: Formats whose output is machine-read: nothing else may be printed to stdout with them.
 MACHINE_FORMATS = {"json", "json-lines", "gitlab", "sarif", "rdjson", "junit"}
+#: Formats written as JSON, which escapes control characters by its own rules.
+_JSON_FORMATS = {"json", "json-lines", "gitlab", "sarif", "rdjson"}
 #: Formats that carry each fix's text edits (computing them applies each fix once more).
 FORMATS_WITH_EDITS = {"json", "json-lines", "sarif", "rdjson"}
 
@@ -423,7 +429,42 @@ def settings_text(target: str, config: Optional[str], settings) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: C0 and C1 control characters and the bidirectional overrides of "Trojan Source": nothing a
+#: file name, a message or a cached result holds may move the cursor, recolour or retitle the
+#: terminal, or reorder or hide what is printed.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # tabs are laid out
+
+
+def printable(text: str, pattern: "re.Pattern[str]" = _UNPRINTABLE) -> str:
+    """``text`` with those characters written as Python escapes (``\\x1b``), on one line."""
+    return pattern.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
+def _printable_results(results: Sequence[FileResult]) -> List[FileResult]:
+    cleaned = []
+    for result in results:
+        findings = [
+            dataclasses.replace(
+                f,
+                filename=printable(f.filename),
+                message=printable(f.message),
+                fix=f.fix and dataclasses.replace(f.fix, message=printable(f.fix.message)),
+            )
+            for f in result.findings
+        ]
+        error = result.error and dataclasses.replace(result.error, filename=printable(result.error.filename), message=printable(result.error.message))
+        cleaned.append(dataclasses.replace(result, filename=printable(result.filename), findings=findings, error=error))
+    return cleaned
+
+
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
+    if name not in _JSON_FORMATS:  # JSON escapes control characters itself
+        results = _printable_results(results)
+        sources = {
+            printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in text.splitlines())
+            for path, text in sources.items()
+        }
     if name == "full":
         return full(results, sources, colour=colour)
     return FORMATS[name](results, sources)
@@ -443,7 +484,7 @@ def summary(results: Sequence[FileResult], colour: bool = False) -> str:
         return f"{style(verdict, BOLD)} ({files_text}).{unchecked}"
     with_findings = sum(1 for r in results if r.findings)
     per_rule = Counter(f.code for f in findings)
-    names = {f.code: f.name for f in findings}
+    names = {f.code: printable(f.name) for f in findings}
     width = len(str(max(per_rule.values())))
     lines = [
         style(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}", BOLD)

@@ -4,26 +4,42 @@ Each file is independent (no full-repository pass), so the files a cache does no
 spread over a process pool, largest first so no worker is left with a big file at the end.
 Few files are checked in this process: starting workers costs more than it saves there, and a
 single file or stdin never needs them. Results come back in the order of ``paths``.
+
+A worker that dies (a crash in native code, the OOM killer) costs only the file it was checking:
+workers mark each file they start in shared memory, so when the pool breaks, the files started
+and not answered are checked again one at a time, each in a pool of its own; the one that kills
+its pool again gets a one-line error, and the files no worker had started go to a new pool.
+
+``per-file-timeout`` (CPU seconds) is enforced by a timer that interrupts Python code, which
+cannot stop LibCST's native parser. A checking worker also arms a second CPU timer at twice the budget
+whose signal ends the process even inside native code; its file, started longer ago than the
+budget when the pool broke, gets the over-budget error without being checked again.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from typing import Callable, List, Optional, Sequence, Tuple
+import time
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..analysis.engine import Engine
-from ..analysis.findings import FileResult
+from ..analysis.findings import FileError, FileResult
 from .cache import ResultCache, content_hash
-from .runner import FixResult, check_file, fix_file
+from .runner import FixResult, check_file, fix_file, over_budget_error
 from .sources import SourceError, SourceFile, read_source
+
+T = TypeVar("T")
 
 #: Below this many files per worker the pool is not started.
 MIN_FILES_PER_WORKER = 4
 #: Files handed to a worker at a time: enough to keep the pipe quiet, few enough to balance.
 MAX_BATCH = 8
+WORKER_DIED = "internal error (the process checking this file died); please report this as a bug"
 
 _worker_engine: Optional[Engine] = None
+#: Shared with the parent: at a file's index, when a worker started checking it (monotonic clock).
+_worker_started = None
 
 
 def available_cores() -> int:
@@ -41,13 +57,26 @@ def _read(path: str) -> Optional[SourceFile]:
         return None
 
 
-def _start_worker(engine: Engine) -> None:
-    global _worker_engine
-    _worker_engine = engine
+def _start_worker(engine: Engine, started) -> None:
+    global _worker_engine, _worker_started
+    _worker_engine, _worker_started = engine, started
 
 
 def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
-    return [(index, check_file(_worker_engine, path, with_edits, source=source)) for index, path, source in batch]
+    results = []
+    budget = _worker_engine.settings.per_file_timeout
+    hard_limit = budget and hasattr(signal, "setitimer")
+    for index, path, source in batch:
+        _worker_started[index] = time.monotonic()
+        if hard_limit:  # SIGPROF's default action ends the process, even inside native code
+            signal.signal(signal.SIGPROF, signal.SIG_DFL)
+            signal.setitimer(signal.ITIMER_PROF, 2 * budget)
+        try:
+            results.append((index, check_file(_worker_engine, path, with_edits, source=source)))
+        finally:
+            if hard_limit:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+    return results
 
 
 def _pool_context():
@@ -56,6 +85,32 @@ def _pool_context():
 
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def _answer_from_cache(
+    paths: Sequence[str],
+    cache: Optional[ResultCache],
+    answer: Callable[[str, SourceFile, FileResult], Optional[T]],
+    on_done: Callable[[str], None],
+) -> Tuple[List[Optional[T]], List[Tuple[int, str, Optional[SourceFile]]], Dict[int, str]]:
+    """Read every file; where the cache holds a result for its content and ``answer`` turns
+    that into the file's result, it is done. Returns the results so far, the files still to
+    run (index, path, source) and the content digests by index, for filling the cache."""
+    results: List[Optional[T]] = [None] * len(paths)
+    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
+    digests: Dict[int, str] = {}
+    for index, path in enumerate(paths):
+        source = _read(path)
+        if cache is not None and source is not None:
+            digest = digests[index] = content_hash(source.raw)
+            cached = cache.get(path, digest)
+            answered = answer(path, source, cached) if cached is not None else None
+            if answered is not None:
+                results[index] = answered
+                on_done(path)
+                continue
+        pending.append((index, path, source))
+    return results, pending, digests
 
 
 def check_paths(
@@ -69,19 +124,7 @@ def check_paths(
     """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling
     ``cache``; ``on_done(path)`` follows each file (the progress display)."""
     jobs = jobs or available_cores()
-    results: List[Optional[FileResult]] = [None] * len(paths)
-    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
-    digests = {}
-    for index, path in enumerate(paths):
-        source = _read(path)
-        if cache is not None and source is not None:
-            digest = digests[index] = content_hash(source.raw)
-            cached = cache.get(path, digest)
-            if cached is not None:
-                results[index] = cached
-                on_done(path)
-                continue
-        pending.append((index, path, source))
+    results, pending, digests = _answer_from_cache(paths, cache, lambda path, source, cached: cached, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
@@ -95,24 +138,74 @@ def check_paths(
 
     if cache is not None:
         for index, path, source in pending:
-            if source is not None:  # the result, even an error, follows from bytes and build
+            error = results[index].error
+            if source is not None and not (error and error.transient):  # the result follows from bytes and build
                 cache.put(path, digests[index], results[index])
         cache.save()
     return results
 
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
-    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
-    batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
-    batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    from concurrent.futures import ProcessPoolExecutor
-
     from ..analysis import batched  # noqa: F401 - LibCST, imported once here, not in every forked worker
 
-    with ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_worker, initargs=(engine,)) as pool:
-        futures = [pool.submit(_check_batch, batch, with_edits) for batch in batches]
+    return _run_in_pool(engine, pending, workers, _check_batch, (with_edits,), _start_worker,
+                        lambda path, error: FileResult(path, error=error))
+
+
+def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer, failed, stop: Callable[[], bool] = lambda: False):
+    """``(index, result)`` for every pending file, whatever happens to the workers: ``task``
+    (``_check_batch`` or ``_fix_batch``) on batches; ``failed(path, error)`` is the result of a
+    file whose worker died. ``stop()`` turning true ends the run after the batches in hand."""
+    started = _pool_context().RawArray("d", max(index for index, _, _ in pending) + 1)
+    budget = engine.settings.per_file_timeout
+    remaining = list(pending)
+    while remaining:
+        answered = set()
+        for index, result in _pool_round(engine, remaining, workers, started, task, args, initializer, stop):
+            answered.add(index)
+            yield index, result
+        if stop():
+            return
+        ended = time.monotonic()
+        left = [item for item in remaining if item[0] not in answered]
+        suspects = [item for item in left if started[item[0]]]
+        if left and not suspects:  # the pool broke before any file was started
+            for index, path, _ in left:
+                yield index, failed(path, FileError(path, "internal error (the worker processes could not start); please report this as a bug"))
+            return
+        for item in suspects:  # alone in a pool: a crash now is this file's own
+            if budget and ended - started[item[0]] >= budget:
+                yield item[0], failed(item[1], over_budget_error(item[1], budget))
+                continue
+            alone = list(_pool_round(engine, [item], 1, started, task, args, initializer, stop))
+            yield from alone or [(item[0], failed(item[1], FileError(item[1], WORKER_DIED)))]
+        remaining = [item for item in left if not started[item[0]]]
+
+
+def _pool_round(engine: Engine, items, workers: int, started, task, args, initializer, stop: Callable[[], bool]):
+    """The results a pool gives for ``items`` before it ends, breaks or is stopped."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    largest_first = sorted(items, key=lambda item: -len(item[2].text) if item[2] else 0)
+    batch_size = max(1, min(MAX_BATCH, len(items) // (workers * 8)))
+    batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
+    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=initializer, initargs=(engine, started))
+    try:
+        futures = [pool.submit(task, batch, *args) for batch in batches]
         for future in futures:
-            yield from future.result()
+            if stop():
+                for later in futures:
+                    later.cancel()  # batches not started; the running ones finish their files
+            if future.cancelled():
+                continue
+            try:
+                batch_results = future.result()
+            except BrokenProcessPool:
+                continue  # other batches may have finished before the break
+            yield from batch_results
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- fixing -------------------------------------------------------------------------------------
@@ -121,13 +214,17 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_fix_worker(engine: Engine) -> None:
+def _start_fix_worker(engine: Engine, started) -> None:
     _ignore_interrupts()
-    _start_worker(engine)
+    _start_worker(engine, started)
 
 
 def _fix_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], unsafe: bool, write: bool) -> List[Tuple[int, FixResult]]:
-    return [(index, fix_file(_worker_engine, path, unsafe, write, source=source)) for index, path, source in batch]
+    results = []
+    for index, path, source in batch:
+        _worker_started[index] = time.monotonic()
+        results.append((index, fix_file(_worker_engine, path, unsafe, write, source=source)))
+    return results
 
 
 def _nothing_to_fix(cached: FileResult, unsafe: bool) -> bool:
@@ -150,20 +247,14 @@ def fix_paths(
     parsed; the rest are fixed (and written) on every core. ``stop()`` turning true (SIGINT)
     ends the run after the files in hand; the results of the files fixed are returned."""
     jobs = jobs or available_cores()
-    results: List[Optional[FixResult]] = [None] * len(paths)
-    pending: List[Tuple[int, str, Optional[SourceFile]]] = []
-    digests = {}
-    for index, path in enumerate(paths):
-        source = _read(path)
-        if cache is not None and source is not None:
-            digest = digests[index] = content_hash(source.raw)
-            cached = cache.get(path, digest)
-            if cached is not None and _nothing_to_fix(cached, unsafe):
-                results[index] = FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
-                                           error=cached.error, source=source)
-                on_done(path)
-                continue
-        pending.append((index, path, source))
+
+    def unchanged(path: str, source: SourceFile, cached: FileResult) -> Optional[FixResult]:
+        if not _nothing_to_fix(cached, unsafe):
+            return None
+        return FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
+                         error=cached.error, source=source)
+
+    results, pending, digests = _answer_from_cache(paths, cache, unchanged, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
@@ -188,22 +279,7 @@ def fix_paths(
 
 
 def _fix_in_pool(engine: Engine, pending, unsafe: bool, write: bool, workers: int, stop: Callable[[], bool]):
-    largest_first = sorted(pending, key=lambda item: -len(item[2].text) if item[2] else 0)
-    batch_size = max(1, min(MAX_BATCH, len(pending) // (workers * 8)))
-    batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    from concurrent.futures import ProcessPoolExecutor
-
     from ..analysis import fixer  # noqa: F401 - LibCST, imported once here, not in every forked worker
 
-    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=_start_fix_worker, initargs=(engine,))
-    try:
-        futures = [pool.submit(_fix_batch, batch, unsafe, write) for batch in batches]
-        for future in futures:
-            if stop():
-                for later in futures:
-                    later.cancel()  # batches not started; the running ones finish their files
-            if future.cancelled():
-                continue
-            yield from future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    return _run_in_pool(engine, pending, workers, _fix_batch, (unsafe, write), _start_fix_worker,
+                        lambda path, error: FixResult(path, error=error), stop)

@@ -2,21 +2,23 @@
 fixer's writes. The front ends (CLI, pre-commit) call these.
 
 Nothing a single file does stops the run: read, parse and write problems become that file's
-``FileError``, and so does an unexpected exception (reported as an internal error to file as a
-bug), so the other files are still checked and fixed."""
+``FileError``, and so do an unexpected exception (reported as an internal error to file as a
+bug) and an analysis that outlasts ``per-file-timeout``, so the other files are still checked
+and fixed."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import signal
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 from ..analysis.engine import Engine, to_finding
 from ..analysis.findings import FileError, FileResult
 from ..analysis.fixes import FixError
-from ..analysis.prefilter import Unparsable
+from ..analysis.pyparse import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.
@@ -40,10 +42,45 @@ def _internal_error(path: str, error: Exception) -> FileError:
     return FileError(path, f"internal error ({error.__class__.__name__}: {detail}); please report this as a bug")
 
 
+class OverBudget(BaseException):
+    """The file's time is up. A BaseException, like KeyboardInterrupt, so that no handler of
+    ordinary errors between the timer and ``check_file``/``fix_file`` swallows it."""
+
+
+def over_budget_error(path: str, seconds: float) -> FileError:
+    return FileError(path, f"took longer than per-file-timeout ({seconds:g} CPU seconds); skipped", transient=True)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise ``OverBudget`` in the block once it has used ``seconds`` of CPU time (user time:
+    a busy machine does not make a file time out). Main thread of a process with
+    ``setitimer`` only; elsewhere, and for 0, no limit. Native code, such as LibCST's parser,
+    is interrupted when it returns to Python."""
+    if not seconds or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(number, frame):
+        raise OverBudget
+
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
+
+
 def check_file(engine: Engine, path: str, with_edits: bool = False, source: Optional[SourceFile] = None) -> FileResult:
+    budget = engine.settings.per_file_timeout
     try:
         source = source or read_source(path)
-        return engine.check_source(path, source.text, with_edits=with_edits)
+        with time_limit(budget):
+            return engine.check_source(path, source.text, with_edits=with_edits)
+    except OverBudget:
+        return FileResult(path, error=over_budget_error(path, budget))
     except SourceError as error:
         return FileResult(path, error=_source_error(path, error))
     except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
@@ -117,20 +154,32 @@ def fix_file(
         except SourceChanged:
             source = None  # re-read and fix what is there now
         except SourceError as error:
-            result.error = _source_error(path, error)
-            return result
-    result.error = FileError(path, "file kept changing on disk while it was being fixed; left as it is")
+            return _unwritten(result, _source_error(path, error))
+    return _unwritten(result, FileError(path, "file kept changing on disk while it was being fixed; left as it is"))
+
+
+def _unwritten(result: FixResult, error: FileError) -> FixResult:
+    """A fix that could not be written: nothing was fixed, and the file's findings are those of
+    the error line, not of the text that was never written."""
+    result.error = error
+    result.applied = {}
+    result.remaining = None
     return result
 
 
 def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFile]) -> FixResult:
     result = FixResult(path)
+    budget = engine.settings.per_file_timeout
     try:
         source = source or read_source(path)
         result.source = source
         result.original = source.text
-        outcome = fix_source(engine, path, source.text, unsafe)
-        remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
+        with time_limit(budget):
+            outcome = fix_source(engine, path, source.text, unsafe)
+            remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
+    except OverBudget:
+        result.error = over_budget_error(path, budget)
+        return result
     except SourceError as error:
         result.error = _source_error(path, error)
         return result

@@ -12,10 +12,13 @@ What happens to each kind of input (every problem is one line on stderr and the 
 - A symbolic link named on the command line is followed, and a fix is written to the file it
   points to, so the link stays a link (``discovery`` skips links met while walking).
 - Writes are atomic: a temporary file in the same directory, fsynced, given the original's mode
-  bits, then renamed over the target. Under an exclusive lock on the target, the bytes on disk are
-  compared with the bytes the fix was computed from; if another process changed the file in
-  between, ``SourceChanged`` is raised and nothing is written. SIGINT is held back during the
-  write, so an interrupted run leaves each file old or new and no temporary file behind.
+  bits, then renamed over the target. Under an exclusive lock on the target, just before the
+  rename, the bytes on disk are compared with the bytes the fix was computed from; if another
+  process changed the file in between, ``SourceChanged`` is raised and nothing is written. A file
+  with other hard links is rewritten in place under the lock instead, so every name sees the fix.
+  A file without any write permission bit is read-only even for root. SIGINT, SIGTERM and SIGHUP
+  are held back during the write, so a stopped run leaves each file old or new and no temporary
+  file behind; after SIGKILL, the next write into that directory removes the temporary file.
 """
 
 from __future__ import annotations
@@ -23,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import signal
 import stat
 import tempfile
 import threading
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional, Set
 
 
 try:
@@ -88,7 +92,7 @@ def read_source(path: str) -> SourceFile:
 
 
 def write_source(source: SourceFile, text: str) -> None:
-    """Replace the file atomically with ``text``, keeping its encoding and mode bits; raise
+    """Replace the file with ``text``, keeping its encoding, mode bits and hard links; raise
     ``SourceChanged`` instead if the file no longer holds ``source.raw``."""
     target = os.path.realpath(source.path)
     try:
@@ -96,31 +100,104 @@ def write_source(source: SourceFile, text: str) -> None:
     except UnicodeEncodeError as error:
         raise SourceError(f"{source.path}: error: the fix cannot be written in {source.encoding}: {error.reason}") from None
     try:
-        with _deferred_interrupt(), _locked(target) as handle:
-            if source.raw is not None and handle.read() != source.raw:
-                raise SourceChanged(f"{source.path}: error: file changed on disk while it was being fixed")
-            _replace(target, data, os.fstat(handle.fileno()))
+        with _deferred_signals():
+            _write(source, target, data)
     except OSError as error:
         raise SourceError(f"{source.path}: error: cannot write file: {error.strerror or error}") from None
 
 
-def _replace(target: str, data: bytes, original: os.stat_result) -> None:
-    if not os.access(target, os.W_OK):
+def _write(source: SourceFile, target: str, data: bytes) -> None:
+    status = os.stat(target)
+    if not status.st_mode & 0o222 or not os.access(target, os.W_OK):  # root may write anything: ask the mode
         raise PermissionError(13, "file is read-only")
-    handle, temporary = tempfile.mkstemp(prefix=".torchdevice-", suffix=".tmp", dir=os.path.dirname(target))
+    if status.st_nlink > 1:  # a rename would leave the other names with the old text
+        with _locked(target) as handle:
+            _check_unchanged(source, handle)
+            _write_in_place(target, data)
+        return
+    copy = _Copy(target, data, status)  # written and flushed to disk before the lock is taken
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(original.st_mode))
-        with contextlib.suppress(OSError):  # only possible as root or for one's own group
-            os.chown(temporary, original.st_uid, original.st_gid)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+        with _locked(target) as handle:
+            now = os.fstat(handle.fileno())
+            if (now.st_mode, now.st_uid, now.st_gid, now.st_nlink) != (status.st_mode, status.st_uid, status.st_gid, 1):
+                raise SourceChanged(f"{source.path}: error: file changed on disk while it was being fixed")
+            _check_unchanged(source, handle)
+            copy.move_to(target)  # right after the comparison: the window is a read and a rename
+    finally:
+        copy.discard()
+
+
+def _check_unchanged(source: SourceFile, handle: io.BufferedReader) -> None:
+    if source.raw is not None and handle.read() != source.raw:
+        raise SourceChanged(f"{source.path}: error: file changed on disk while it was being fixed")
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    with open(target, "r+b") as stream:
+        stream.write(data)
+        stream.truncate()
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+#: Temporary files are ``.torchdevice-PID-XXXX.tmp``: a run killed by SIGKILL mid-write leaves
+#: one behind, which the next write into that directory removes once PID is gone.
+TEMPORARY = re.compile(r"^\.torchdevice-(\d+)-[^/]*\.tmp$")
+_swept: Set[str] = set()
+
+
+class _Copy:
+    """The new contents in a temporary file in the target's directory, fsynced, with the
+    original's mode bits (and owner where allowed), until ``move_to`` renames it over the target."""
+
+    def __init__(self, target: str, data: bytes, original: os.stat_result) -> None:
+        directory = os.path.dirname(target)
+        _sweep(directory)
+        descriptor, self.name = tempfile.mkstemp(prefix=f".torchdevice-{os.getpid()}-", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(descriptor, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+                os.fchmod(stream.fileno(), stat.S_IMODE(original.st_mode))
+                with contextlib.suppress(OSError):  # only possible as root or for one's own group
+                    os.fchown(stream.fileno(), original.st_uid, original.st_gid)
+        except BaseException:
+            self.discard()
+            raise
+
+    def move_to(self, target: str) -> None:
+        os.replace(self.name, target)
+        self.name = None
+
+    def discard(self) -> None:
+        if self.name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.name)
+            self.name = None
+
+
+def _sweep(directory: str) -> None:
+    """Remove the temporary files of runs that were killed mid-write (once per directory)."""
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            match = TEMPORARY.match(name)
+            if match and not _alive(int(match.group(1))):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process
+    return True
 
 
 @contextlib.contextmanager
@@ -145,19 +222,29 @@ def _locked(target: str) -> Iterator[io.BufferedReader]:
         handle.close()  # closing releases the lock
 
 
+#: Signals that end a run and are held back while a file is written.
+_DEFERRED = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 @contextlib.contextmanager
-def _deferred_interrupt() -> Iterator[None]:
-    """Hold SIGINT back until the block is done (main thread only, where Python delivers it)."""
+def _deferred_signals() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back until the block is done (main thread only, where
+    Python delivers them), then act on them as before: a write is never cut short."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    received = []
-    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    received: List[int] = []
+    previous = {number: signal.signal(number, lambda number, frame: received.append(number)) for number in _DEFERRED}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if received and callable(previous):
-            previous(signal.SIGINT, None)
-        elif received and previous == signal.SIG_DFL:
-            raise KeyboardInterrupt
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(received):
+            handler = previous[number]
+            if callable(handler):
+                handler(number, None)
+            elif handler == signal.SIG_DFL and number == signal.SIGINT:
+                raise KeyboardInterrupt
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), number)  # the default action: end the process, as it would have

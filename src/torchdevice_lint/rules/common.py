@@ -81,13 +81,28 @@ def fresh_args(args) -> list:
     return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in args]
 
 
-def availability_check(ctx: FileContext) -> str:
-    return f"{ctx.torch_reference()}.cuda.is_available()"
+# Each backend's own availability check (``{t}``: how the file spells torch). ``torch.npu`` and
+# ``torch.hpu`` exist only once their vendor package is imported, hence ``hasattr``. XLA has no
+# such check in torch itself.
+BACKEND_AVAILABILITY = {
+    "cuda": "{t}.cuda.is_available()",
+    "mps": "{t}.backends.mps.is_available()",
+    "xpu": "{t}.xpu.is_available()",
+    "npu": 'hasattr({t}, "npu") and {t}.npu.is_available()',
+    "hpu": 'hasattr({t}, "hpu") and {t}.hpu.is_available()',
+    "accelerator": "{t}.accelerator.is_available()",
+}
 
 
-def guard_statement_fix(rule: Rule, call: cst.Call, message: str) -> Optional[Fix]:
-    """Wrap ``call`` in ``if torch.cuda.is_available():`` when it is a statement of its own on
-    its own line; anything else (an assignment, an argument) would change more than the hazard."""
+def availability_check(ctx: FileContext, backend: str = "cuda") -> Optional[str]:
+    template = BACKEND_AVAILABILITY.get(backend)
+    return template.format(t=ctx.torch_reference()) if template else None
+
+
+def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str = "cuda") -> Optional[Fix]:
+    """Wrap ``call`` in ``if torch.cuda.is_available():`` (or the check of ``backend``) when it
+    is a statement of its own on its own line; anything else (an assignment, an argument) would
+    change more than the hazard."""
     ctx = rule.ctx
     expression, statement, container = ctx.parent(1), ctx.parent(2), ctx.parent(3)
     if not (
@@ -98,7 +113,7 @@ def guard_statement_fix(rule: Rule, call: cst.Call, message: str) -> Optional[Fi
         and isinstance(container, (cst.IndentedBlock, cst.Module))
     ):
         return None
-    test = cst.parse_expression(availability_check(ctx))
+    test = cst.parse_expression(availability_check(ctx, backend))
 
     def wrap(updated: cst.SimpleStatementLine) -> cst.If:
         return cst.If(

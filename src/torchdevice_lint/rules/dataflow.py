@@ -24,11 +24,11 @@ def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
 # a device comes from `.cuda()`, `.to(...)` or `device=`; one on the module's device from a
 # module class (forward's inputs, parameters, buffers, submodules); a CPU tensor from a torch
 # factory, `.cpu()`, `.to(...)` or `device=`; a CPU module from `torch.nn` or a module class.
-_ON_DEVICE = Triggers(calls=("cuda", "to"), keywords="device")
+ON_DEVICE = Triggers(calls=("cuda", "to"), keywords="device")
 _MODULE_CLASS = Triggers(names="forward", bases=[ending.rsplit(".", 1)[-1] for ending in MODULE_BASE_ENDINGS])
 _CPU_TENSOR = Triggers(names=[f"torch.{leaf}" for leaf in TORCH_CPU_SOURCES], calls=("cpu", "to"), keywords="device")
 _CPU_MODULE = Triggers(names="torch.nn") | _MODULE_CLASS
-_MIXES = (_ON_DEVICE & (_CPU_TENSOR | _CPU_MODULE)) | (_MODULE_CLASS & _CPU_TENSOR)
+_MIXES = (ON_DEVICE & (_CPU_TENSOR | _CPU_MODULE)) | (_MODULE_CLASS & _CPU_TENSOR)
 
 
 def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
@@ -38,7 +38,7 @@ def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
 class NumpyOnDeviceTensor(Rule):
     code = "TDV401"
     name = "numpy-on-device-tensor"
-    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on a GPU machine"
+    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on an accelerator (a CUDA GPU, a Mac's MPS)"
     fix_title = "Copy the tensor to the CPU before `.numpy()`"
     fix_safety = Applicability.SAFE
     what = (
@@ -57,7 +57,7 @@ class NumpyOnDeviceTensor(Rule):
         "`.detach()` is inserted too unless the tensor is known not to require grad (made by a "
         "factory, detached, or computed under `torch.no_grad()`); the array is the same."
     )
-    triggers = Triggers(calls="numpy") & _ON_DEVICE
+    triggers = Triggers(calls="numpy") & ON_DEVICE
     valid = (
         Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.cpu().numpy())\n"),
         Valid(
@@ -186,7 +186,7 @@ def _belongs_to_factory_rule(mix: Mix) -> bool:
 class MixedDeviceOperation(Rule):
     code = "TDV402"
     name = "mixed-device-operation"
-    message = "`{}` combines a tensor on a device with a CPU tensor: it raises on a GPU machine"
+    message = "`{}` combines a tensor on a device with a CPU tensor: it raises on an accelerator (a CUDA GPU, a Mac's MPS)"
     fix_title = "Create the CPU-side tensor on the other tensor's device"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -213,7 +213,7 @@ class MixedDeviceOperation(Rule):
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
             "import torch\nfrom torch import nn\n"
-            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
             "model = nn.Linear(3, 2).to(device)\ncriterion = nn.CrossEntropyLoss()\n"
             "x = torch.randn(4, 3).to(device)\ny = torch.zeros(4, dtype=torch.long).to(device)\n"
             "loss = criterion(model(x), y)\n"
@@ -358,7 +358,7 @@ class FactoryWithoutDevice(Rule):
     )
     why = (
         "The factory creates its tensor on the CPU whatever device the model was moved to, so the "
-        "operation raises `Expected all tensors to be on the same device` on a GPU machine. The "
+        "operation raises `Expected all tensors to be on the same device` on an accelerator. The "
         "classic case is an RNN's initial state `h0 = torch.zeros(...)` in `forward`."
     )
     fix_safety_note = (

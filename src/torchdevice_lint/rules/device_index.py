@@ -36,7 +36,7 @@ def integer_device(node: cst.BaseExpression) -> bool:
 class HardcodedDeviceIndex(Rule):
     code = "TDV104"
     name = "hardcoded-device-index"
-    message = "integer device `{}` names an accelerator: it raises on a machine without one"
+    message = "integer device `{}` names an accelerator: it raises on a CPU-only machine"
     fix_title = "Fall back to the CPU when no accelerator is available"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -50,9 +50,9 @@ class HardcodedDeviceIndex(Rule):
         "only constructing `torch.device(0)`."
     )
     fix_safety_note = (
-        "The fix keeps the index where CUDA is available and uses the CPU elsewhere "
-        '(`.to(rank if torch.cuda.is_available() else "cpu")`); a Mac, where index 0 is the MPS '
-        "device, then runs on the CPU."
+        "The fix keeps the index where an accelerator is available and uses the CPU elsewhere: "
+        '`.to(rank if torch.accelerator.is_available() else "cpu")` for target torch 2.6 and '
+        "later, `torch.cuda.is_available()` below (a Mac then runs on the CPU)."
     )
     triggers = Triggers(names="torch.device", keywords="device", calls="to")
     valid = (
@@ -97,6 +97,11 @@ class HardcodedDeviceIndex(Rule):
             fixed='import torch\nmodel = model.to(device=0 if torch.cuda.is_available() else "cpu", dtype=torch.float16)\n',
         ),
         Invalid(
+            "import torch\nx = torch.ones(2).to(local_rank)\n",
+            fixed='import torch\nx = torch.ones(2).to(local_rank if torch.accelerator.is_available() else "cpu")\n',
+            config={"target-torch-version": "2.6"},
+        ),
+        Invalid(
             "from torch import device\ndev = device(1)\n",
             fixed='from torch import device\nimport torch\n\ndev = device(1 if torch.cuda.is_available() else "cpu")\n',
         ),
@@ -108,7 +113,9 @@ class HardcodedDeviceIndex(Rule):
         index = self._device_argument(node)
         if index is None:
             return
-        check = cst.parse_expression(availability_check(self.ctx))
+        # from torch 2.6 an integer is an index of the current accelerator (MPS, XPU... too)
+        backend = "accelerator" if self.ctx.settings.target_version() >= (2, 6) else "cuda"
+        check = cst.parse_expression(availability_check(self.ctx, backend))
 
         def fall_back(updated: cst.BaseExpression) -> cst.BaseExpression:
             return cst.IfExp(test=check, body=updated, orelse=cst.SimpleString('"cpu"'))

@@ -24,14 +24,16 @@ class AcceleratorEquivalent(NamedTuple):
 
 
 _CORE = (2, 6)
+# ``current_device_index``/``set_device_index`` arrived in 2.7 (2.6 spelled them ``..._idx``).
+_INDEX = (2, 7)
 # The memory functions are in the 2.9 documentation; the fix does not target older releases.
 _MEMORY = (2, 9)
 ACCELERATOR_EQUIVALENTS = {
     "is_available": AcceleratorEquivalent("is_available", _CORE, raises_without_accelerator=False),
     "device_count": AcceleratorEquivalent("device_count", _CORE, raises_without_accelerator=False),
     "synchronize": AcceleratorEquivalent("synchronize", _CORE),
-    "current_device": AcceleratorEquivalent("current_device_index", _CORE),
-    "set_device": AcceleratorEquivalent("set_device_index", _CORE),
+    "current_device": AcceleratorEquivalent("current_device_index", _INDEX),
+    "set_device": AcceleratorEquivalent("set_device_index", _INDEX),
     "current_stream": AcceleratorEquivalent("current_stream", _CORE),
     "set_stream": AcceleratorEquivalent("set_stream", _CORE),
     "empty_cache": AcceleratorEquivalent("empty_cache", _MEMORY),
@@ -82,7 +84,8 @@ class CudaApiWithAcceleratorEquivalent(Rule):
         "(CUDA, XPU, MPS, ...). Unlike the rule it replaces, a reviewer cannot forget it."
     )
     fix_safety_note = (
-        "The fix renames the call when `target-torch-version` allows (2.6 for the core functions, "
+        "The fix renames the call when `target-torch-version` allows (2.6 for the core functions, 2.7 for "
+        "`current_device_index`/`set_device_index`, "
         "2.9 for the memory ones) and is unsafe: on a machine with another accelerator the call "
         "now acts on that one. `torch.accelerator` functions raise without any accelerator where "
         "several `torch.cuda` ones are silent, so an unguarded call is wrapped in "
@@ -120,7 +123,7 @@ class CudaApiWithAcceleratorEquivalent(Rule):
         ),
         Invalid(
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n',
-            fixed='import torch\ndevice = torch.accelerator.current_accelerator(check_available=True) or torch.device("cpu")\n',
+            fixed='import torch\ndevice = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n',
             config=_TARGET_2_9,
         ),
         Invalid(

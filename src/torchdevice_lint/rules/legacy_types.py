@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Dict, Optional, Tuple
+
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
 from ..analysis.prefilter import Triggers
@@ -25,7 +27,7 @@ def _dtype(ctx, leaf: str) -> cst.BaseExpression:
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
-    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without a GPU"
+    message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without CUDA"
     fix_title = "Create the tensor with `dtype=` and `device=`"
     fix_safety = Applicability.UNSAFE
     what = "Checks for calls of the legacy typed CUDA tensor classes, such as `torch.cuda.FloatTensor(3)`."
@@ -46,14 +48,25 @@ class LegacyCudaTensorConstructor(Rule):
         Valid("import torch\nTensorType = torch.cuda.FloatTensor if use_cuda else torch.FloatTensor\n"),
         Valid("from mylib.cuda import FloatTensor\nx = FloatTensor(3)\n"),
         Valid("import torch\nx = torch.zeros(3, dtype=torch.float32)\n"),
+        Valid("import torch\nif torch.cuda.is_available():\n    Tensor = torch.cuda.FloatTensor\nx = Tensor(3)\n"),
+        # the function's own alias does not leak into the module, where a guarded one is used
+        Valid(
+            "import torch\n\ndef sample(n):\n    Tensor = torch.cuda.FloatTensor\n    return n\n\n"
+            "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nvalid = Tensor(4, 1)\n"
+        ),
     )
     invalid = (
+        # an alias of a typed CUDA tensor, called later: the call raises
+        Invalid(
+            "import torch\nTensor = torch.cuda.FloatTensor\n\ndef noise(batch, device):\n    return Tensor(len(batch), 100).normal_()\n",
+            fixed="import torch\nTensor = torch.cuda.FloatTensor\n\ndef noise(batch, device):\n    return torch.empty(len(batch), 100, dtype=torch.float32, device=device).normal_()\n",
+        ),
         Invalid(
             "import torch\nx = torch.cuda.FloatTensor([1.0, 2.0])\n",
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.tensor([1.0, 2.0], dtype=torch.float32, device=device)\n"
             ),
         ),
@@ -80,10 +93,34 @@ class LegacyCudaTensorConstructor(Rule):
         ),
     )
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        #: ``Tensor = torch.cuda.FloatTensor`` bound outside any guard, by scope (the
+        #: enclosing function, or None): (scope, alias) -> class name. A later assignment of
+        #: anything else to the name ends the alias.
+        self.aliases: Dict[Tuple[Optional[int], str], str] = {}
+
+    def _scope(self) -> Optional[int]:
+        function = self.ctx.enclosing_function()
+        return id(function) if function is not None else None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        leaf = legacy_cuda_tensor(self.ctx, node.value)
+        plain = leaf is not None and not self.ctx.guarded and isinstance(node.value, (cst.Name, cst.Attribute))
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                key = (self._scope(), target.target.value)
+                if plain:
+                    self.aliases[key] = leaf
+                else:
+                    self.aliases.pop(key, None)
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.guarded or isinstance(node.func, cst.SimpleString):
             return
         leaf = legacy_cuda_tensor(self.ctx, node.func)
+        if leaf is None and isinstance(node.func, cst.Name):
+            leaf = self.aliases.get((self._scope(), node.func.value)) or self.aliases.get((None, node.func.value))
         if leaf is None:
             return
         message = self.message.format(leaf)
@@ -136,7 +173,7 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
-    message = "`{}` pins the tensor to CUDA: the cast raises without a GPU and the check is never true on other devices"
+    message = "`{}` pins the tensor to CUDA: the cast raises without CUDA and the check is never true on other devices"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -170,7 +207,7 @@ class CudaTensorTypeCast(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "y = x.to(device=device, dtype=torch.int64)\n"
             ),
         ),

@@ -27,7 +27,7 @@ _KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
 class CudaMethodCall(Rule):
     code = "TDV101"
     name = "cuda-method-call"
-    message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without a GPU"
+    message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Replace `.cuda()` with `.to(device)`"
     fix_safety = Applicability.UNSAFE
     what = "Checks for `.cuda()` calls on tensors and modules, with any arguments."
@@ -68,7 +68,7 @@ class CudaMethodCall(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
@@ -85,7 +85,7 @@ class CudaMethodCall(Rule):
             "def load(model):\n    return model.cuda()\n",
             fixed=(
                 "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n\n'
                 "def load(model):\n    return model.to(device)\n"
             ),
         ),
@@ -104,7 +104,7 @@ class CudaMethodCall(Rule):
             'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n',
             fixed=(
                 "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n\n'
                 "def run(x):\n    return x.to(device)\n\n\n"
                 'if __name__ == "__main__":\n    device = torch.device("cpu")\n    run(torch.ones(2))\n'
             ),
@@ -114,7 +114,7 @@ class CudaMethodCall(Rule):
             "import torch\n\n\ndef run(x):\n    x = x.cuda()\n    device = x.device\n    return x, device\n",
             fixed=(
                 "import torch\n\n\ndef run(x):\n"
-                '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))\n'
+                '    x = x.to(torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"))\n'
                 "    device = x.device\n    return x, device\n"
             ),
         ),
@@ -127,7 +127,7 @@ class CudaMethodCall(Rule):
             'import torch\np.add_argument("--use_cuda", default=True, type=bool)\nargs = p.parse_args()\n'
             "if args.use_cuda:\n    model.cuda()\n",
             fixed=(
-                'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 'p.add_argument("--use_cuda", default=True, type=bool)\nargs = p.parse_args()\n'
                 "if args.use_cuda:\n    model.to(device)\n"
             ),
@@ -137,7 +137,7 @@ class CudaMethodCall(Rule):
             "import torch\n\ndef train(args, model):\n    init_distributed_mode(args)\n    model.cuda()\n",
             fixed=(
                 "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
                 "def train(args, model):\n    init_distributed_mode(args)\n    model.to(device)\n"
             ),
         ),
@@ -146,35 +146,40 @@ class CudaMethodCall(Rule):
             '__author__ = "someone"\nimport torch\n\nx = torch.ones(2).cuda()\n',
             fixed=(
                 '__author__ = "someone"\nimport torch\n\n'
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if method_name(node) != "cuda" or self.ctx.guarded:
-            return
-        receiver = node.func.value
-        if self.ctx.qualname(receiver) is not None:
-            return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
-        if isinstance(receiver, cst.Call) and _parameterless(self.ctx.qualname(receiver.func), receiver):
-            return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
-        if any(arg.star for arg in node.args):
-            self.report(node, fix=display_only(self, "Replace `.cuda(...)` with `.to(device, ...)`"))
-            return
-        avoid = receiver.value if isinstance(receiver, cst.Name) else None
-        choice = self.ctx.device_expression(avoid=avoid)
-        device = choice.expression()
+        if method_name(node) == "cuda" and not self.ctx.guarded:
+            report_device_method(self, node, self.message)
 
-        def replace(updated: cst.Call) -> cst.Call:
-            kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
-            return updated.with_changes(
-                func=updated.func.with_changes(attr=cst.Name("to")),
-                args=[cst.Arg(device)] + fresh_args(kept),
-            )
 
-        self.report(node, fix=self.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
+def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
+    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
+    receiver = node.func.value
+    if rule.ctx.qualname(receiver) is not None:
+        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
+        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
+    method = node.func.attr.value
+    if any(arg.star for arg in node.args):
+        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
+        return
+    avoid = receiver.value if isinstance(receiver, cst.Name) else None
+    choice = rule.ctx.device_expression(avoid=avoid)
+    device = choice.expression()
+
+    def replace(updated: cst.Call) -> cst.Call:
+        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
+        return updated.with_changes(
+            func=updated.func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(device)] + fresh_args(kept),
+        )
+
+    rule.report(node, message, rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
 
 
 def _parameterless(name: Optional[str], call: cst.Call) -> bool:
@@ -189,7 +194,7 @@ def _names_a_device(target: cst.BaseExpression) -> bool:
 class HardcodedCudaDevice(Rule):
     code = "TDV102"
     name = "hardcoded-cuda-device"
-    message = "hard-coded CUDA device `{}`: it raises on a machine without a GPU"
+    message = "hard-coded CUDA device `{}`: it raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -204,7 +209,8 @@ class HardcodedCudaDevice(Rule):
     fix_safety_note = (
         'A literal used as a device becomes the `device` in scope (or a module-level one the fix '
         'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
-        'else "cpu"`. Either may pick another GPU than `"cuda:N"` named.'
+        'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
+        'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
     triggers = Triggers(strings="cuda")
     valid = (
@@ -227,13 +233,13 @@ class HardcodedCudaDevice(Rule):
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
         Invalid(
             'import torch\ndevice = torch.device("cuda:0")\n',
-            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
         ),
         Invalid(
             'import torch\n\ndef make(n, device):\n    return torch.zeros(n, device="cuda")\n',
@@ -241,7 +247,7 @@ class HardcodedCudaDevice(Rule):
         ),
         Invalid(
             'import torch\n\ndef make(n, device="cuda"):\n    return torch.zeros(n, device=device)\n',
-            fixed='import torch\n\ndef make(n, device="cuda" if torch.cuda.is_available() else "cpu"):\n    return torch.zeros(n, device=device)\n',
+            fixed='import torch\n\ndef make(n, device="cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"):\n    return torch.zeros(n, device=device)\n',
         ),
         Invalid(
             'import torch\ndevice = "cpu"\nx = torch.ones(1).to(torch.device(f"cuda:{rank}"))\n',
@@ -249,22 +255,22 @@ class HardcodedCudaDevice(Rule):
         ),
         Invalid(
             "import torch\n\ndef noise(shape, device='cuda'):\n    return torch.randn(shape, device=device)\n",
-            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
+            fixed="import torch\n\ndef noise(shape, device='cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'):\n    return torch.randn(shape, device=device)\n",
         ),
         Invalid(
             'import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda")\n    return w.to(device)\n',
-            fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    return w.to(device)\n',
+            fixed='import torch\n\ndef quantize(w, device=None):\n    device = device or torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n    return w.to(device)\n',
         ),
         Invalid(
             'import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda")\n',
-            fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")\n',
+            fixed='import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument("--device", default="cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
         ),
         Invalid(
             'import torch\nstate = torch.load("ckpt.pt", map_location="cuda")\n',
             fixed=(
                 "import torch\n"
                 "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
@@ -274,7 +280,7 @@ class HardcodedCudaDevice(Rule):
             "opt.cuda = not opt.no_cuda\ndevice = torch.device('cuda' if opt.cuda else 'cpu')\n",
             fixed=(
                 'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'
-                "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
+                "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
             ),
         ),
     )
@@ -286,7 +292,7 @@ class HardcodedCudaDevice(Rule):
         self._check(node)
 
     def _check(self, literal: cst.BaseExpression) -> None:
-        if self.ctx.guarded or not is_cuda_string(literal):
+        if self.ctx.guarded or not self.names_device(literal):
             return
         ctx = self.ctx
         # `"cuda" if opt.cuda else "cpu"` (a condition that is no guard) is used like the literal
@@ -311,6 +317,21 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
             self._report(literal, literal, inline=True)
+
+    def names_device(self, literal: cst.BaseExpression) -> bool:
+        return is_cuda_string(literal)
+
+    def message_for(self, literal: cst.BaseExpression, text: str) -> str:
+        return self.message.format(text)
+
+    def availability_for(self, literal: cst.BaseExpression) -> Optional[str]:
+        """The check a literal that defines a device is guarded with; None: no fix."""
+        return availability_check(self.ctx)
+
+    def fallback_for(self, quote: str) -> str:
+        """Where a device defined by the literal goes when its backend is missing: MPS, then the CPU."""
+        torch = self.ctx.torch_reference()
+        return f"{quote}mps{quote} if {torch}.backends.mps.is_available() else {quote}cpu{quote}"
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         name = self.ctx.qualname(call.func)
@@ -359,10 +380,13 @@ class HardcodedCudaDevice(Rule):
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
         text = source_of(literal)
-        message = self.message.format(text)
-        if inline:
+        message = self.message_for(literal, text)
+        check = self.availability_for(literal)
+        if inline and check is None:
+            fix = display_only(self, self.fix_title)
+        elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            guarded = cst.parse_expression(f"{text} if {availability_check(self.ctx)} else {quote}cpu{quote}")
+            guarded = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
             if isinstance(self.ctx.parent(), cst.IfExp):  # an arm of another conditional
                 guarded = guarded.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
@@ -380,7 +404,7 @@ def _keyword_is(arg: cst.Arg, name: str) -> bool:
 class CudaDefaultDevice(Rule):
     code = "TDV103"
     name = "cuda-default-device"
-    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without a GPU"
+    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
     fix_title = "Only set the CUDA default when CUDA is available"
     fix_safety = Applicability.SAFE
     what = (

@@ -33,7 +33,7 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
 class LoadWithoutMapLocation(Rule):
     code = "TDV501"
     name = "load-without-map-location"
-    message = "`{}` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without a GPU"
+    message = "`{}` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without CUDA"
     fix_title = "Pass `map_location=`"
     fix_safety = Applicability.SAFE
     what = "Checks for `torch.load(...)` and `torch.jit.load(...)` calls without `map_location`."

@@ -10,7 +10,7 @@ from .. import guards
 from ..lazycst import cst
 from ..syntax import dotted_name, last_name
 from .statements import is_false_literal
-from .values import ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
+from .values import MAX_RECORDED_ENTRIES, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
 from .vocabulary import (
     ARRAY_SHAPING,
     DATA_FACTORIES,
@@ -59,13 +59,18 @@ class CallWalk:
             target = self.device_target(device_arg.value, env)
             if target is None:
                 return None
+            dtype = keyword_argument(node, "dtype")
+            if target == Place.DEVICE and dtype is not None and self.is_float64(dtype.value) and not self.recording:
+                self.analysis.result.float64_calls.append(node)
             return self.fresh(target, rank=rank if target == Place.CPU else Rank.UNKNOWN, tensor=True, grad_free=grad_free)
         if self.analysis.default_device_changed or self.default_device_context:
             return None
         if leaf in LEGACY_CPU_CONSTRUCTORS and self.ctx.qualname(node.func) != f"torch.{leaf}":
             return None
-        if not self.recording:
-            self.analysis.result.factory_sites[id(node)] = dict(env)
+        result = self.analysis.result
+        if not self.recording and result.recorded_entries + len(env) <= MAX_RECORDED_ENTRIES:
+            result.recorded_entries += len(env)
+            result.factory_sites[id(node)] = dict(env)
         return self.fresh(Place.CPU, rank=rank, tensor=True, grad_free=grad_free, origins=frozenset([node]))
 
     def data_rank(self, data: Optional[cst.BaseExpression], env: Env, legacy: bool) -> Optional[Rank]:
@@ -168,6 +173,8 @@ class CallWalk:
             if receiver is not None and receiver.place == Place.DEVICE and (force is None or is_false_literal(force.value)) and not self.recording:
                 self.analysis.result.numpy_calls.append(NumpyCall(node, receiver))
             return None
+        if not self.recording and self.makes_float64_on_device(node, method, receiver, env):
+            self.analysis.result.float64_calls.append(node)
         if receiver is not None and receiver.place not in TENSOR_PLACES:
             return None
         if method == "cuda":
@@ -204,6 +211,33 @@ class CallWalk:
         if method in ELEMENTWISE_UNARY or method in SAME_DEVICE_OTHER or method in ARRAY_SHAPING:
             return self.same_place(receiver, method)
         return None
+
+    def is_float64(self, node: cst.BaseExpression) -> bool:
+        return self.ctx.qualname(node) in {"torch.float64", "torch.double", "torch.DoubleTensor"} or (
+            literal_string(node) == "torch.DoubleTensor"
+        )
+
+    def makes_float64_on_device(self, node: cst.Call, method: str, receiver: Optional[Value], env: Env) -> bool:
+        """TDV601: ``x.double()``/``x.to(torch.float64)``/``x.type(torch.DoubleTensor)`` of a
+        tensor or module on a device; ``y.to(device, torch.float64)``; ``y.double().to(device)``."""
+        on_device = receiver is not None and receiver.place == Place.DEVICE
+        if method == "double":
+            return on_device and not node.args
+        if method == "type":
+            return on_device and bool(node.args) and self.is_float64(node.args[0].value)
+        if method != "to":
+            return False
+        dtype = keyword_argument(node, "dtype")
+        casts = [dtype] if dtype is not None else [arg for arg in positional_args(node) if self.is_float64(arg.value)]
+        action, place = self.to_target(node, env)
+        if casts and self.is_float64(casts[0].value):
+            return (action == "keep" and on_device) or (action == "move" and place == Place.DEVICE)
+        source = node.func.value
+        made_float64 = isinstance(source, cst.Call) and (
+            last_name(source.func) == "double"
+            or (keyword_argument(source, "dtype") is not None and self.is_float64(keyword_argument(source, "dtype").value))
+        )
+        return made_float64 and action == "move" and place == Place.DEVICE
 
     def moved(self, receiver: Optional[Value], place: Place) -> Value:
         """The result of ``.to(place)``/``.cuda()``/``.cpu()``: what it is stays, where changes."""

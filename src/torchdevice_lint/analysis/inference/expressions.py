@@ -188,7 +188,7 @@ class ExpressionWalk:
             if receiver_key is not None and (receiver is None or not receiver.tensor):
                 self.forget_under(receiver_key, env)
                 if receiver is not None and receiver.place in TENSOR_PLACES and func.attr.value not in KEEPING_METHODS:
-                    env[receiver_key] = None  # a module's own method may move it
+                    self.bind(receiver_key, None, env)  # a module's own method may move it
             for arg in node.args:
                 self._forget_argument(arg.value, env)
             return result

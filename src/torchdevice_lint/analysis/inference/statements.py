@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..lazycst import cst
 from ..syntax import dotted_name, import_aliases, last_name
@@ -26,6 +26,9 @@ class StatementWalk:
         self.default_device_context = 0
         self.loop_exits: List[List[Env]] = []
         self.returns: List[Env] = []
+        #: key -> the dotted keys under it ever bound by this walk ("a" -> {"a.b", "a.b.c"}), so
+        #: forgetting what is known under a key does not scan the whole environment.
+        self.keys_under: Dict[str, Set[str]] = {}
 
     # -- blocks and statements ----------------------------------------------------------------
     def block(self, statements: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
@@ -245,16 +248,21 @@ class StatementWalk:
             self.expr(target.value, env)
 
     def assign_key(self, key: str, value: Optional[Value], env: Env) -> None:
-        prefix = key + "."
-        for stale in [k for k in env if k.startswith(prefix)]:
-            env[stale] = None
+        self.forget_under(key, env)
+        self.bind(key, value, env)
+
+    def bind(self, key: str, value: Optional[Value], env: Env) -> None:
+        """``env[key] = value``, the way every dotted key must enter an environment."""
+        parts = key.split(".")
+        for end in range(1, len(parts)):
+            self.keys_under.setdefault(".".join(parts[:end]), set()).add(key)
         env[key] = value
 
     def forget_under(self, key: str, env: Env) -> None:
         """A call received ``key``: what was known about its attributes may have changed."""
-        prefix = key + "."
-        for stale in [k for k in env if k.startswith(prefix)]:
-            env[stale] = None
+        for stale in self.keys_under.get(key, ()):
+            if stale in env:
+                env[stale] = None
 
     def lookup(self, key: str, env: Env) -> Optional[Value]:
         if key in env:

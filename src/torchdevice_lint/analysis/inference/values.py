@@ -10,6 +10,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..lazycst import cst
 
 MAX_LOOP_PASSES = 3
+#: Environment entries kept for factory sites in one file (each site keeps a copy of its
+#: environment): past it, sites go unrecorded and their fixes become suggestions, so a
+#: generated module with thousands of factories costs linear time and memory, not quadratic.
+MAX_RECORDED_ENTRIES = 200_000
 
 
 class Place(enum.Enum):
@@ -107,6 +111,11 @@ class FileInference:
     mixes: List[Mix] = field(default_factory=list)
     #: id(factory call) -> the environment where it was evaluated.
     factory_sites: Dict[int, Dict[str, Optional[Value]]] = field(default_factory=dict)
+    #: Entries held by ``factory_sites`` (bounded by ``MAX_RECORDED_ENTRIES``).
+    recorded_entries: int = 0
+    #: Calls that make a float64 tensor on a device (``.double()`` of a device tensor, a
+    #: factory with ``dtype=torch.float64`` on one, ``.to(device, torch.float64)``): TDV601.
+    float64_calls: List[cst.Call] = field(default_factory=list)
 
 
 @dataclass

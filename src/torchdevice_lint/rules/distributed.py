@@ -1,0 +1,181 @@
+"""Distributed set-up that only works on CUDA machines."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..analysis.fixes import Applicability
+from ..analysis.lazycst import cst
+from ..analysis.prefilter import Triggers
+from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.syntax import dotted_name, source_of, string_value
+from .common import availability_check, keyword, method_name, positional
+
+_CUDA_ONLY_BACKENDS = {"nccl"}
+
+
+class HardcodedDistributedBackend(Rule):
+    code = "TDV303"
+    name = "hardcoded-distributed-backend"
+    message = '`{}` makes `init_process_group` use NCCL, which needs CUDA GPUs: it fails on a CPU-only machine or a Mac'
+    fix_title = 'Choose the backend from the device: `"nccl" if torch.cuda.is_available() else "gloo"`'
+    fix_safety = Applicability.SAFE
+    what = (
+        '`torch.distributed.init_process_group(backend="nccl")` (keyword or positional), a backend '
+        'variable assigned `"nccl"` and passed to it, and a `--backend`/`--dist-backend` option '
+        'defaulting to `"nccl"` in a file that starts a process group, without a fallback for '
+        "machines without CUDA."
+    )
+    why = (
+        "NCCL runs only between CUDA GPUs: on a CPU-only machine, a Mac or an Intel GPU the process "
+        'group fails to start. `gloo` works everywhere; `"cuda:nccl,cpu:gloo"` or a choice made '
+        "under `torch.cuda.is_available()` keeps NCCL where it exists."
+    )
+    fix_safety_note = (
+        'The literal becomes `"nccl" if torch.cuda.is_available() else "gloo"`: CUDA machines keep '
+        "NCCL, the others get gloo instead of an error."
+    )
+    # a process group is started in the file (the ``--backend`` option counts only there)
+    triggers = Triggers(strings=_CUDA_ONLY_BACKENDS, names="torch.distributed.Backend.NCCL") & Triggers(
+        text="init_process_group"
+    )
+    valid = (
+        Valid('import torch.distributed as dist\ndist.init_process_group(backend="gloo")\n'),
+        Valid(
+            'import torch\nimport torch.distributed as dist\n'
+            'dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'
+        ),
+        Valid(
+            'import torch\nimport torch.distributed as dist\nif torch.cuda.is_available():\n'
+            '    dist.init_process_group("nccl")\nelse:\n    dist.init_process_group("gloo")\n'
+        ),
+        Valid('import torch.distributed as dist\ndist.init_process_group(backend="cuda:nccl,cpu:gloo")\n'),
+        # look-alikes: another function, a backend name that is only printed or compared
+        Valid('import mylib\nmylib.init_process_group(backend="nccl")\nprint("nccl")\nok = args.backend == "nccl"\n'),
+        Valid(
+            'import torch.distributed as dist\n\ndef setup(backend):\n    dist.init_process_group(backend=backend)\n'
+        ),
+    )
+    invalid = (
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group(backend="nccl", init_method="env://")\n',
+            fixed=(
+                'import torch.distributed as dist\nimport torch\n\n'
+                'dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo", init_method="env://")\n'
+            ),
+        ),
+        Invalid(
+            'import torch\n\ndef setup(rank, world):\n    torch.distributed.init_process_group("nccl", rank=rank, world_size=world)\n',
+            fixed=(
+                'import torch\n\ndef setup(rank, world):\n'
+                '    torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo", rank=rank, world_size=world)\n'
+            ),
+        ),
+        Invalid(
+            'import torch\nfrom torch.distributed import init_process_group\nBACKEND = "nccl"\n'
+            "init_process_group(backend=BACKEND)\n",
+            fixed=(
+                'import torch\nfrom torch.distributed import init_process_group\n'
+                'BACKEND = "nccl" if torch.cuda.is_available() else "gloo"\n'
+                "init_process_group(backend=BACKEND)\n"
+            ),
+        ),
+        Invalid(
+            "import argparse\nimport torch\nimport torch.distributed as dist\n"
+            "parser = argparse.ArgumentParser()\nparser.add_argument('--dist-backend', default='nccl', type=str)\n"
+            "args = parser.parse_args()\ndist.init_process_group(backend=args.dist_backend)\n",
+            fixed=(
+                "import argparse\nimport torch\nimport torch.distributed as dist\n"
+                "parser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--dist-backend', default='nccl' if torch.cuda.is_available() else 'gloo', type=str)\n"
+                "args = parser.parse_args()\ndist.init_process_group(backend=args.dist_backend)\n"
+            ),
+        ),
+        # distributed-only code is where the backend matters: a distributed flag is no guard
+        Invalid(
+            'import torch\nimport torch.distributed as dist\n\ndef setup(args):\n    if args.distributed:\n'
+            '        dist.init_process_group(backend="nccl")\n',
+            fixed=(
+                'import torch\nimport torch.distributed as dist\n\ndef setup(args):\n    if args.distributed:\n'
+                '        dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'
+            ),
+        ),
+        # a guard on another backend does not make NCCL available
+        Invalid(
+            'import torch\nimport torch.distributed as dist\nif torch.backends.mps.is_available():\n'
+            '    pass\nelse:\n    dist.init_process_group(backend="nccl")\n',
+            fixed=(
+                'import torch\nimport torch.distributed as dist\nif torch.backends.mps.is_available():\n'
+                '    pass\nelse:\n    dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")\n'
+            ),
+        ),
+        Invalid(
+            "import torch\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n    args.dist_backend = 'nccl'\n"
+            "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n",
+            fixed=(
+                "import torch\n\ndef init_distributed_mode(args):\n    torch.cuda.set_device(args.gpu)\n"
+                "    args.dist_backend = 'nccl' if torch.cuda.is_available() else 'gloo'\n"
+                "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
+            ),
+        ),
+        Invalid(
+            'import torch.distributed as dist\ndist.init_process_group(backend=dist.Backend.NCCL)\n',
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.availability_guarded:
+            return  # distributed-only code is exactly where the backend matters
+        name = self.ctx.qualname(node.func)
+        if name == "torch.distributed.init_process_group":
+            argument = keyword(node, "backend") or next(iter(positional(node)), None)
+            if argument is not None:
+                self._check_backend(argument.value)
+        elif method_name(node) == "add_argument" and "init_process_group" in self.ctx.source:
+            flags = [string_value(arg.value) or "" for arg in positional(node)]
+            default = keyword(node, "default")
+            if default is not None and any(flag.startswith("--") and "backend" in flag for flag in flags):
+                if _is_nccl(default.value):
+                    self._report(default.value, default.value)
+
+    def _check_backend(self, value: cst.BaseExpression) -> None:
+        if _is_nccl(value):
+            self._report(value, value)
+        elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) is not None:
+            literal = self._assigned_literal(dotted_name(value))
+            if literal is not None:
+                self._report(value, literal)
+        if self.ctx.qualname(value) == "torch.distributed.Backend.NCCL":
+            message = self.message.format(source_of(value))
+            self.report(value, message, self.make_fix({}, Applicability.DISPLAY_ONLY, self.fix_title))
+
+    def _assigned_literal(self, name: str) -> Optional[cst.BaseExpression]:
+        """The ``"nccl"`` of the only assignment ``name = "nccl"`` (``args.backend = "nccl"``)
+        among the statements of the innermost function, or of the module for a global name."""
+        function = self.ctx.enclosing_function()
+        local = function is not None and ("." in name or name in self.ctx.bound_names(function))
+        scope = function if local else self.ctx.module
+        values = []
+        for statement in scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets):
+                        values.append(small.value)
+        return values[0] if len(values) == 1 and _is_nccl(values[0]) else None
+
+    def _report(self, reported: cst.CSTNode, literal: cst.BaseExpression) -> None:
+        text = source_of(literal)
+        quote = "'" if text.lstrip("rRuU").startswith("'") else '"'
+        check = availability_check(self.ctx)
+        replacement = cst.parse_expression(f"{text} if {check} else {quote}gloo{quote}")
+        fix = self.make_fix({literal: lambda _: replacement}, imports=self.ctx.torch_imports())
+        self.report(reported, self.message.format(source_of(reported)), fix)
+
+
+def _is_nccl(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and string_value(node) in _CUDA_ONLY_BACKENDS
+
+
+RULES = (HardcodedDistributedBackend,)
