@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..analysis import guards
 from ..analysis.fixes import Applicability
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import dotted_name, source_of, string_value
@@ -51,6 +52,11 @@ class HardcodedDistributedBackend(Rule):
         Valid('import mylib\nmylib.init_process_group(backend="nccl")\nprint("nccl")\nok = args.backend == "nccl"\n'),
         Valid(
             'import torch.distributed as dist\n\ndef setup(backend):\n    dist.init_process_group(backend=backend)\n'
+        ),
+        # only when the user asks for several GPUs (stylegan2-ada's --gpus)
+        Valid(
+            "import torch\n\ndef subprocess_fn(rank, args):\n    if args.num_gpus > 1:\n"
+            "        torch.distributed.init_process_group(backend='nccl', rank=rank, world_size=args.num_gpus)\n"
         ),
     )
     invalid = (
@@ -115,6 +121,15 @@ class HardcodedDistributedBackend(Rule):
                 "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
             ),
         ),
+        # several processes are not several GPUs: a CPU machine runs them with gloo
+        Invalid(
+            "import torch\n\ndef setup(rank, args):\n    if args.world_size > 1:\n"
+            "        torch.distributed.init_process_group('nccl', rank=rank, world_size=args.world_size)\n",
+            fixed=(
+                "import torch\n\ndef setup(rank, args):\n    if args.world_size > 1:\n"
+                "        torch.distributed.init_process_group('nccl' if torch.cuda.is_available() else 'gloo', rank=rank, world_size=args.world_size)\n"
+            ),
+        ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group(backend=dist.Backend.NCCL)\n',
             fixed=None,
@@ -123,7 +138,7 @@ class HardcodedDistributedBackend(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.availability_guarded:
+        if self.ctx.availability_guarded or self._under_several_gpus():
             return  # distributed-only code is exactly where the backend matters
         name = self.ctx.qualname(node.func)
         if name == "torch.distributed.init_process_group":
@@ -136,6 +151,14 @@ class HardcodedDistributedBackend(Rule):
             if default is not None and any(flag.startswith("--") and "backend" in flag for flag in flags):
                 if _is_nccl(default.value):
                     self._report(default.value, default.value)
+
+    def _under_several_gpus(self) -> bool:
+        """Inside ``if args.num_gpus > 1:``: the user asked for several GPUs, NCCL is theirs."""
+        stack = self.ctx.stack
+        return any(
+            isinstance(node, cst.If) and stack[index + 1] is node.body and guards.several_gpus(node.test)
+            for index, node in enumerate(stack[:-1])
+        )
 
     def _check_backend(self, value: cst.BaseExpression) -> None:
         if _is_nccl(value):
