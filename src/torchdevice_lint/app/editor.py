@@ -24,6 +24,7 @@ from ..analysis.engine import Engine, syntax_error_message, to_finding
 from ..analysis.pyparse import Unparsable
 from ..analysis.noqa import NOQA
 from ..analysis.findings import Finding
+from ..analysis.lines import LINE_BREAK, physical_lines
 from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..analysis.fixes import Applicability
 from ..analysis.registry import rule_by_code
@@ -39,8 +40,6 @@ WARNING, INFORMATION, ERROR = 2, 3, 1
 #: The rule pages ``torchdevice-lint rule --write-docs docs/rules`` writes, in a source checkout.
 RULE_DOCS = Path(__file__).resolve().parents[3] / "docs" / "rules"
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _SYNTAX_AT = re.compile(r"at (\d+):(\d+):")
 
 
@@ -57,7 +56,7 @@ class Lines:
     encoding; a position past the end is the end of the buffer."""
 
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
-        self.lines = _LINE_BREAK.split(text)
+        self.lines = LINE_BREAK.split(text)
         self.encoding = encoding
 
     def position(self, row: int, column: int) -> dict:
@@ -81,7 +80,7 @@ class Lines:
 
 def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
     """LSP text edits, in whole lines, that turn ``old`` into ``new``."""
-    before, after = _LINE_WITH_END.findall(old), _LINE_WITH_END.findall(new)
+    before, after = physical_lines(old, keepends=True), physical_lines(new, keepends=True)
     edits = []
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -308,7 +307,7 @@ def noqa_edits(checked: Checked, code: str, start_row: int, end_row: int, lines:
     new_line = line[:start] + text + line[end:]
     new_text = "".join(
         (new_line if index == row - 1 else kept) + ending
-        for index, (kept, ending) in enumerate(zip(lines.lines, _LINE_BREAK.findall(checked.text) + [""]))
+        for index, (kept, ending) in enumerate(zip(lines.lines, LINE_BREAK.findall(checked.text) + [""]))
     )
     try:
         compile(new_text, checked.path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
@@ -331,7 +330,7 @@ def _row_facts(checked: Checked) -> Tuple[Dict[int, Tuple[int, str]], Set[int]]:
                     blocked.update(range(token.start[0], token.end[0]))
         except (tokenize.TokenError, SyntaxError):
             pass
-        for row, line in enumerate(_LINE_BREAK.split(checked.text), start=1):
+        for row, line in enumerate(LINE_BREAK.split(checked.text), start=1):
             if line.endswith("\\") and row not in comments:
                 blocked.add(row)
         checked._rows = (comments, blocked)

@@ -20,6 +20,7 @@ import libcst as cst
 from ..analysis.engine import Engine, syntax_error_message, to_finding
 from ..analysis.findings import FileError, FileResult
 from ..analysis.fixer import FixError, fix_source
+from ..analysis.lines import physical_lines
 from ..analysis.pyparse import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
@@ -99,8 +100,8 @@ class FixResult:
     def diff(self) -> str:
         return "".join(
             difflib.unified_diff(
-                self.original.splitlines(keepends=True),
-                self.fixed.splitlines(keepends=True),
+                physical_lines(self.original, keepends=True),
+                physical_lines(self.fixed, keepends=True),
                 fromfile=f"a/{self.path}",
                 tofile=f"b/{self.path}",
             )
