@@ -29,7 +29,10 @@ from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..analysis.fixes import Applicability
 from ..analysis.registry import rule_by_code
 from ..analysis.settings import ConfigError, Settings
+from .. import __version__
+from .cache import user_cache_root
 from .config import find_pyproject, load_settings
+from .docs import rule_page
 from .runner import fix_file
 from .sources import SourceFile
 
@@ -131,8 +134,23 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
 
 
 def rule_href(code: str) -> Optional[str]:
+    """The rule's page: the committed one in a source checkout, else the same page written once
+    into the user's cache directory (an installed package ships no docs folder)."""
     page = RULE_DOCS / f"{code}.md"
-    return page.as_uri() if page.is_file() else None
+    if page.is_file():
+        return page.as_uri()
+    try:
+        rule = rule_by_code(code)
+    except KeyError:
+        return None
+    page = user_cache_root() / f"rules-{__version__}" / f"{code}.md"
+    if not page.is_file():
+        try:
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(rule_page(rule), encoding="utf-8")
+        except OSError:
+            return None
+    return page.as_uri()
 
 
 def diagnostics(checked: Checked, lines: Lines) -> List[dict]:
