@@ -8,7 +8,7 @@ availability check (``args.cuda = not args.no_cuda and torch.cuda.is_available()
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import libcst as cst
 import libcst.matchers as m
@@ -37,6 +37,8 @@ class FlagDefaults:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
+        #: (id of the function, parameter) -> default: each condition on it asks again.
+        self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
 
     def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         """The flag's default, or None when unknown or derived from an availability check."""
@@ -49,6 +51,12 @@ class FlagDefaults:
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:
             return None
+        key = (id(function), name)
+        if key not in self._parameters:
+            self._parameters[key] = self._read_parameter_default(name, function)
+        return self._parameters[key]
+
+    def _read_parameter_default(self, name: str, function: cst.FunctionDef) -> Optional[bool]:
         params = function.params
         for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
             if param.name.value == name:
