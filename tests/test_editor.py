@@ -5,10 +5,15 @@ with what `torchdevice-fix -` prints for the same buffer."""
 import io
 import re
 import sys
+from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 
-from torchdevice_lint.analysis.registry import all_rules
+import torchdevice_lint.app.editor as editor_module
+from torchdevice_lint.analysis.registry import all_rules, rule_by_code
+from torchdevice_lint.app.docs import rule_page
 from torchdevice_lint.app.editor import FIX_ALL_KIND, RULE_DOCS, Lines, Projects, check_buffer, code_actions, diagnostics, resolve_action
 from torchdevice_lint.cli import fix_main
 
@@ -119,6 +124,15 @@ def test_a_diagnostic_names_the_rule_its_page_and_the_exact_range(tmp_path):
 def test_a_diagnostic_links_to_its_rule_page(tmp_path):
     [first, _] = diagnostics(checked_in(tmp_path, BUFFER), Lines(BUFFER))
     assert first["codeDescription"]["href"] == (RULE_DOCS / "TDV101.md").as_uri()
+
+
+def test_an_installed_package_links_to_a_rule_page_written_into_the_user_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(editor_module, "RULE_DOCS", tmp_path / "no-docs-folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    [first, _] = diagnostics(checked_in(tmp_path, BUFFER), Lines(BUFFER))
+    page = Path(url2pathname(urlparse(first["codeDescription"]["href"]).path))
+    assert page.is_relative_to(tmp_path / "cache" / "torchdevice-lint")
+    assert page.read_text(encoding="utf-8") == rule_page(rule_by_code("TDV101"))
 
 
 def test_ranges_count_utf16_code_units_and_every_line_ending(tmp_path):

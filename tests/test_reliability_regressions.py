@@ -56,3 +56,37 @@ def test_check_of_a_file_libcst_cannot_reproduce_offers_no_edits():
 def test_map_location_fix_keeps_the_call_layout(call, expected):
     # It used to leave "path, " with a trailing space and put the new argument at column 0.
     assert fixed(f"import torch\nx = {call}\n", unsafe=False) == f"import torch\nx = {expected}\n"
+
+
+# A form feed alone on a line (section breaks in older code) is no line break for Python, but
+# str.splitlines breaks there: code frames, noqa comments and fix edits were one row off after it.
+FORM_FEED = 'import torch\n\x0c\ny = torch.ones(2).cuda()  # noqa: TDV101\nz = torch.load("a.pt")\n'
+
+
+def test_noqa_after_a_form_feed_line_suppresses_its_own_line():
+    result = Engine().check_source("example.py", FORM_FEED, with_edits=True)
+    assert [(f.code, f.location.row) for f in result.findings] == [("TDV501", 4)]
+
+
+def test_fix_edits_after_a_form_feed_line_replace_the_reported_row():
+    result = Engine().check_source("example.py", FORM_FEED, with_edits=True)
+    [edit] = result.findings[0].fix.edits
+    assert (edit.location.row, edit.end_location.row) == (4, 5)
+    assert edit.content == 'z = torch.load("a.pt", map_location="cpu")\n'
+
+
+def test_code_frame_after_a_form_feed_line_shows_the_reported_line():
+    from torchdevice_lint.app.output import render
+
+    result = Engine().check_source("example.py", FORM_FEED)
+    frame = render("full", [result], {"example.py": FORM_FEED})
+    assert '4 | z = torch.load("a.pt")' in frame
+
+
+def test_physical_lines_break_where_python_does():
+    from torchdevice_lint.analysis.lines import physical_lines
+
+    text = "a\x0cb\r\nc\u2028d\re\n\nf"
+    assert physical_lines(text) == ["a\x0cb", "c\u2028d", "e", "", "f"]
+    assert "".join(physical_lines(text, keepends=True)) == text
+    assert physical_lines("") == [] and physical_lines("x\n") == ["x"]

@@ -118,7 +118,9 @@ class _BatchedPass(cst.CSTVisitor):
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
-        if isinstance(node, cst.FunctionDef) and any(guards.sets_up_distributed(s, self.setups) for s in body):
+        if isinstance(node, cst.FunctionDef) and any(
+            guards.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
+        ):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
@@ -175,12 +177,14 @@ class _BatchedPass(cst.CSTVisitor):
                 if guards.terminates(statement.body):
                     exits = self.ctx.classify(statement.test) == guards.NEGATIVE
                     distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
+            elif type(statement) is cst.If:
+                distributed = guards.other_branches_exit(statement)
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
                     type(small) is cst.Assert and self.ctx.classify(small.test) == guards.POSITIVE
                     for small in statement.body
                 )
-                distributed = not exits and guards.sets_up_distributed(statement, self.setups)
+                distributed = not exits and guards.sets_up_distributed(statement, self.setups, self.ctx.qualname)
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)

@@ -15,6 +15,7 @@ import libcst as cst
 from .context import Analysis, RawFinding, binds_unconditionally
 from .findings import Edit, FixInfo, Location
 from .fixes import Applicability, FixError, ImportSpec
+from .lines import physical_lines
 from .syntax import import_aliases
 
 MAX_PASSES = 6
@@ -235,8 +236,8 @@ def fix_info(raw: RawFinding, analysis: Analysis, with_edits: bool) -> FixInfo:
 
 def line_edits(old: str, new: str) -> List[Edit]:
     """Text edits, in whole lines, that turn ``old`` into ``new``."""
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    old_lines = physical_lines(old, keepends=True)
+    new_lines = physical_lines(new, keepends=True)
     edits = []
     matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

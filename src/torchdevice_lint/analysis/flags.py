@@ -8,7 +8,7 @@ availability check (``args.cuda = not args.no_cuda and torch.cuda.is_available()
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from .lazycst import cst
 from .lazycst import matchers as m
@@ -36,6 +36,8 @@ class FlagDefaults:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
+        #: (id of the function, parameter) -> default: each condition on it asks again.
+        self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
 
     def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         """The flag's default, or None when unknown or derived from an availability check."""
@@ -48,27 +50,34 @@ class FlagDefaults:
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:
             return None
+        key = (id(function), name)
+        if key not in self._parameters:
+            self._parameters[key] = self._read_parameter_default(name, function)
+        return self._parameters[key]
+
+    def _read_parameter_default(self, name: str, function: cst.FunctionDef) -> Optional[bool]:
         params = function.params
         for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
             if param.name.value == name:
                 value = _constant(param.default)
                 if value is None:
                     return None
-                reassigned = m.findall(
-                    function.body, m.Assign(targets=[m.AssignTarget(target=m.Name(name))])
-                )
+                reassigned = [a for a in _assignments(function.body, cst.Name) if a.targets[0].target.value == name]
                 return None if any(mentions_availability(a.value) for a in reassigned) else value
         return None
 
     def _attribute_defaults(self) -> Dict[str, Optional[bool]]:
         if self._attributes is None:
             found: Dict[str, Optional[bool]] = {}
-            for call in m.findall(self.module, m.Call(func=m.Attribute(attr=m.Name("add_argument")))):
+            from .walk import nodes_of
+
+            calls = nodes_of(self.module, cst.Call)
+            for call in (c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "add_argument"):
                 dest, default = _argparse_flag(call)
                 if dest is not None and default is not None:
                     found.setdefault(dest, default)
             derived = set()
-            for assign in m.findall(self.module, m.Assign(targets=[m.AssignTarget(target=m.Attribute())])):
+            for assign in _assignments(self.module, cst.Attribute):
                 name = assign.targets[0].target.attr.value
                 if mentions_availability(assign.value):
                     derived.add(name)
@@ -80,6 +89,14 @@ class FlagDefaults:
                 found[name] = None
             self._attributes = found
         return self._attributes
+
+
+def _assignments(root: cst.CSTNode, target_type: type) -> list:
+    """``x = ...`` statements with one target of ``target_type`` in ``root``'s tree, in order
+    (``matchers.findall`` would rebuild the whole tree: about a LibCST parse for a module)."""
+    from .walk import nodes_of
+
+    return [a for a in nodes_of(root, cst.Assign) if len(a.targets) == 1 and type(a.targets[0].target) is target_type]
 
 
 def _argparse_flag(call: cst.Call):

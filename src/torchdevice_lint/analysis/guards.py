@@ -253,6 +253,21 @@ def distributed(test: cst.BaseExpression) -> int:
     return NEUTRAL
 
 
+def other_branches_exit(statement: cst.If) -> bool:
+    """``if args.distributed: ... elif ...: raise ... else: raise``: past the statement the run
+    is distributed, since every other branch leaves (moco's main_worker)."""
+    if distributed(statement.test) != POSITIVE or statement.orelse is None:
+        return False
+    branch = statement.orelse
+    while isinstance(branch, cst.If):
+        if not terminates(branch.body):
+            return False
+        branch = branch.orelse
+        if branch is None:
+            return False  # an elif with nothing after it falls through
+    return terminates(branch.body)
+
+
 def _process_count(node: cst.BaseExpression) -> bool:
     target = node.func if isinstance(node, cst.Call) else node
     return (last_name(target) or "").lower() in PROCESS_COUNTS
@@ -281,14 +296,49 @@ def _compare_process_count(left: cst.BaseExpression, operator: cst.BaseCompOp, r
     return NEUTRAL
 
 
+#: Process counts that count GPUs: more than one means the run has (or the user asked for)
+#: several GPUs, so it is CUDA-only by construction.
+GPU_COUNTS = frozenset(name for name in PROCESS_COUNTS if "gpu" in name)
+
+
+def several_gpus(test: cst.BaseExpression) -> bool:
+    """``args.num_gpus > 1``, ``n_gpu >= 2``: a branch taken only with several GPUs (a count
+    from ``device_count()`` is an availability check already)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    return (_counts_gpus(left) or _counts_gpus(right)) and _compare_process_count(
+        left, test.comparisons[0].operator, right
+    ) == POSITIVE
+
+
+def _counts_gpus(node: cst.BaseExpression) -> bool:
+    target = node.func if isinstance(node, cst.Call) else node
+    return (last_name(target) or "").lower() in GPU_COUNTS
+
+
 #: Variables a distributed launcher (torchrun) sets; reading one with ``os.environ[...]``
 #: raises KeyError in any other run.
 LAUNCHER_VARIABLES = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"})
 
 
-def sets_up_distributed(statement: cst.CSTNode, setups: Collection[str] = DISTRIBUTED_SETUPS) -> bool:
+#: torch.distributed calls that raise unless a process group exists: collectives, the rank
+#: queries, and FSDP's optimizer-state exchanges (``FSDP.scatter_full_optim_state_dict``).
+PROCESS_GROUP_CALLS = frozenset({
+    "barrier", "monitored_barrier", "all_reduce", "all_gather", "all_gather_object", "all_gather_into_tensor",
+    "broadcast", "broadcast_object_list", "reduce", "reduce_scatter", "reduce_scatter_tensor", "gather",
+    "gather_object", "scatter", "scatter_object_list", "all_to_all", "all_to_all_single", "get_rank",
+    "get_world_size", "new_group", "full_optim_state_dict", "scatter_full_optim_state_dict",
+    "shard_full_optim_state_dict", "sharded_optim_state_dict", "optim_state_dict", "optim_state_dict_to_load",
+})
+
+
+def sets_up_distributed(
+    statement: cst.CSTNode, setups: Collection[str] = DISTRIBUTED_SETUPS, qualname: Optional[QualName] = None
+) -> bool:
     """A statement that creates the process group (``dist.init_process_group(...)``, or a call
-    of one of ``setups``: this file's functions that do) or reads the launcher's rank
+    of one of ``setups``: this file's functions that do), needs one (``dist.barrier()``, given
+    ``qualname`` to tell torch's from others) or reads the launcher's rank
     (``rank = int(os.environ["RANK"])``): what follows runs distributed."""
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
@@ -296,9 +346,16 @@ def sets_up_distributed(statement: cst.CSTNode, setups: Collection[str] = DISTRI
         value = getattr(small, "value", None)
         if isinstance(value, cst.Call) and last_name(value.func) in setups:
             return True
+        if isinstance(value, cst.Call) and qualname is not None and _needs_process_group(value, qualname):
+            return True
         if isinstance(small, cst.Assign) and _reads_launcher_variable(value):
             return True
     return False
+
+
+def _needs_process_group(call: cst.Call, qualname: QualName) -> bool:
+    name = qualname(call.func) or ""
+    return name.startswith("torch.distributed.") and name.rsplit(".", 1)[-1] in PROCESS_GROUP_CALLS
 
 
 def distributed_setups(module: cst.Module) -> FrozenSet[str]:

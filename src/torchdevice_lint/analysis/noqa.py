@@ -16,6 +16,8 @@ import re
 import tokenize
 from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
+from .lines import physical_lines
+
 UNUSED_NOQA = "TDV900"
 _CODES = r"[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*"
 NOQA = re.compile(rf"#\s*noqa(?::\s?(?P<codes>{_CODES}))?", re.IGNORECASE)
@@ -52,7 +54,7 @@ class LineSuppressions:
     """The line directives of one file, and which of their codes suppressed a finding."""
 
     def __init__(self, source: str) -> None:
-        self.lines = source.splitlines()
+        self.lines = physical_lines(source)
         self.used: Set[Tuple[int, str]] = set()
         #: row -> its directive, searched once: one long line can hold thousands of findings.
         self._directives: Dict[int, Optional["re.Match[str]"]] = {}

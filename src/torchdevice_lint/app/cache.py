@@ -51,9 +51,14 @@ def default_cache_dir(settings: Settings, project_root: Optional[Path] = None) -
         return Path(configured)
     if project_root is not None:
         return Path(project_root) / CACHE_DIR_NAME
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     digest = hashlib.sha256(os.path.abspath(settings.root).encode()).hexdigest()[:16]
-    return Path(base) / "torchdevice-lint" / digest
+    return user_cache_root() / digest
+
+
+def user_cache_root() -> Path:
+    """``$XDG_CACHE_HOME/torchdevice-lint`` (``~/.cache/torchdevice-lint``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchdevice-lint"
 
 
 def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:

@@ -20,13 +20,17 @@ from urllib.request import url2pathname
 from ..analysis.context import Analysis, RawFinding
 from ..analysis.engine import Engine, to_finding
 from ..analysis.findings import Finding
+from ..analysis.lines import LINE_BREAK, physical_lines
 from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..analysis.fixes import Applicability
 from ..analysis.noqa import NOQA
 from ..analysis.pyparse import Unparsable
 from ..analysis.registry import rule_by_code
 from ..analysis.settings import ConfigError, Settings
+from .. import __version__
+from .cache import user_cache_root
 from .config import find_pyproject, load_settings
+from .docs import rule_page
 from .runner import fix_file
 from .sources import SourceFile
 
@@ -37,8 +41,6 @@ WARNING, INFORMATION, ERROR = 2, 3, 1
 #: The rule pages ``torchdevice-lint rule --write-docs docs/rules`` writes, in a source checkout.
 RULE_DOCS = Path(__file__).resolve().parents[3] / "docs" / "rules"
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_LINE_WITH_END = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _SYNTAX_AT = re.compile(r"at (\d+):(\d+):")
 
 
@@ -55,7 +57,7 @@ class Lines:
     encoding; a position past the end is the end of the buffer."""
 
     def __init__(self, text: str, encoding: str = "utf-16") -> None:
-        self.lines = _LINE_BREAK.split(text)
+        self.lines = LINE_BREAK.split(text)
         self.encoding = encoding
 
     def position(self, row: int, column: int) -> dict:
@@ -79,7 +81,7 @@ class Lines:
 
 def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
     """LSP text edits, in whole lines, that turn ``old`` into ``new``."""
-    before, after = _LINE_WITH_END.findall(old), _LINE_WITH_END.findall(new)
+    before, after = physical_lines(old, keepends=True), physical_lines(new, keepends=True)
     edits = []
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -127,8 +129,23 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
 
 
 def rule_href(code: str) -> Optional[str]:
+    """The rule's page: the committed one in a source checkout, else the same page written once
+    into the user's cache directory (an installed package ships no docs folder)."""
     page = RULE_DOCS / f"{code}.md"
-    return page.as_uri() if page.is_file() else None
+    if page.is_file():
+        return page.as_uri()
+    try:
+        rule = rule_by_code(code)
+    except KeyError:
+        return None
+    page = user_cache_root() / f"rules-{__version__}" / f"{code}.md"
+    if not page.is_file():
+        try:
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text(rule_page(rule), encoding="utf-8")
+        except OSError:
+            return None
+    return page.as_uri()
 
 
 def diagnostics(checked: Checked, lines: Lines) -> List[dict]:
@@ -303,7 +320,7 @@ def noqa_edits(checked: Checked, code: str, start_row: int, end_row: int, lines:
     new_line = line[:start] + text + line[end:]
     new_text = "".join(
         (new_line if index == row - 1 else kept) + ending
-        for index, (kept, ending) in enumerate(zip(lines.lines, _LINE_BREAK.findall(checked.text) + [""]))
+        for index, (kept, ending) in enumerate(zip(lines.lines, LINE_BREAK.findall(checked.text) + [""]))
     )
     try:
         compile(new_text, checked.path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
@@ -326,7 +343,7 @@ def _row_facts(checked: Checked) -> Tuple[Dict[int, Tuple[int, str]], Set[int]]:
                     blocked.update(range(token.start[0], token.end[0]))
         except (tokenize.TokenError, SyntaxError):
             pass
-        for row, line in enumerate(_LINE_BREAK.split(checked.text), start=1):
+        for row, line in enumerate(LINE_BREAK.split(checked.text), start=1):
             if line.endswith("\\") and row not in comments:
                 blocked.add(row)
         checked._rows = (comments, blocked)

@@ -16,6 +16,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
 from ..analysis.findings import FileResult, Finding, position_key
+from ..analysis.lines import physical_lines
 
 Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
@@ -131,7 +132,7 @@ def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = 
             position = style(f"{f.filename}:{f.location.row}:{f.location.column}:", BOLD)
             block = [f"{position} {style(f.code, RED, BOLD)}{_marker(f)} {f.message}"]
             if f.filename not in lines_of:  # split once per file, not once per finding
-                lines_of[f.filename] = sources.get(f.filename, "").splitlines()
+                lines_of[f.filename] = physical_lines(sources.get(f.filename, ""))
             block.extend(_frame(f, lines_of[f.filename], style))
             if f.fix:
                 label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability == "safe" else YELLOW, BOLD)
@@ -462,7 +463,7 @@ def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], co
     if name not in _JSON_FORMATS:  # JSON escapes control characters itself
         results = _printable_results(results)
         sources = {
-            printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in text.splitlines())
+            printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))
             for path, text in sources.items()
         }
     if name == "full":

@@ -18,6 +18,7 @@ from typing import Dict, Iterator, Optional
 from ..analysis.engine import Engine, to_finding
 from ..analysis.findings import FileError, FileResult
 from ..analysis.fixes import FixError
+from ..analysis.lines import physical_lines
 from ..analysis.pyparse import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
@@ -105,8 +106,8 @@ class FixResult:
     def diff(self) -> str:
         return "".join(
             difflib.unified_diff(
-                self.original.splitlines(keepends=True),
-                self.fixed.splitlines(keepends=True),
+                physical_lines(self.original, keepends=True),
+                physical_lines(self.fixed, keepends=True),
                 fromfile=f"a/{self.path}",
                 tofile=f"b/{self.path}",
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..analysis import guards
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
 from ..analysis.prefilter import Triggers
@@ -11,17 +12,20 @@ from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import dotted_name, source_of, string_value
 from .common import availability_check, keyword, method_name, positional
 
-_CUDA_ONLY_BACKENDS = {"nccl"}
+#: Collective backends that run only on their own devices (measured on CPU-only torch 2.13:
+#: "Distributed package doesn't have NCCL/XCCL built in", "Unknown backend type hccl"), with
+#: the backend whose availability check keeps them where they work.
+_DEVICE_ONLY_BACKENDS = {"nccl": ("NCCL", "cuda", "CUDA GPUs"), "xccl": ("XCCL", "xpu", "Intel GPUs"), "hccl": ("HCCL", "npu", "Ascend NPUs")}
 
 
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
     name = "hardcoded-distributed-backend"
-    message = '`{}` makes `init_process_group` use NCCL, which needs CUDA GPUs: it fails on a CPU-only machine or a Mac'
+    message = '`{}` makes `init_process_group` use {}, which needs {}: it fails on a CPU-only machine or a Mac'
     fix_title = 'Choose the backend from the device: `"nccl" if torch.cuda.is_available() else "gloo"`'
     fix_safety = Applicability.SAFE
     what = (
-        '`torch.distributed.init_process_group(backend="nccl")` (keyword or positional), a backend '
+        '`torch.distributed.init_process_group(backend="nccl")` (or `"xccl"`, `"hccl"`; keyword or positional), a backend '
         'variable assigned `"nccl"` and passed to it, and a `--backend`/`--dist-backend` option '
         'defaulting to `"nccl"` in a file that starts a process group, without a fallback for '
         "machines without CUDA."
@@ -29,14 +33,15 @@ class HardcodedDistributedBackend(Rule):
     why = (
         "NCCL runs only between CUDA GPUs: on a CPU-only machine, a Mac or an Intel GPU the process "
         'group fails to start. `gloo` works everywhere; `"cuda:nccl,cpu:gloo"` or a choice made '
-        "under `torch.cuda.is_available()` keeps NCCL where it exists."
+        "under `torch.cuda.is_available()` keeps NCCL where it exists. Intel's `\"xccl\"` (XPU) and "
+        "Ascend's `\"hccl\"` (NPU) fail the same way without their devices."
     )
     fix_safety_note = (
         'The literal becomes `"nccl" if torch.cuda.is_available() else "gloo"`: CUDA machines keep '
         "NCCL, the others get gloo instead of an error."
     )
     # a process group is started in the file (the ``--backend`` option counts only there)
-    triggers = Triggers(strings=_CUDA_ONLY_BACKENDS, names="torch.distributed.Backend.NCCL") & Triggers(
+    triggers = Triggers(strings=tuple(_DEVICE_ONLY_BACKENDS), names="torch.distributed.Backend.NCCL") & Triggers(
         text="init_process_group"
     )
     valid = (
@@ -54,6 +59,11 @@ class HardcodedDistributedBackend(Rule):
         Valid('import mylib\nmylib.init_process_group(backend="nccl")\nprint("nccl")\nok = args.backend == "nccl"\n'),
         Valid(
             'import torch.distributed as dist\n\ndef setup(backend):\n    dist.init_process_group(backend=backend)\n'
+        ),
+        # only when the user asks for several GPUs (stylegan2-ada's --gpus)
+        Valid(
+            "import torch\n\ndef subprocess_fn(rank, args):\n    if args.num_gpus > 1:\n"
+            "        torch.distributed.init_process_group(backend='nccl', rank=rank, world_size=args.num_gpus)\n"
         ),
     )
     invalid = (
@@ -118,6 +128,27 @@ class HardcodedDistributedBackend(Rule):
                 "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
             ),
         ),
+        # several processes are not several GPUs: a CPU machine runs them with gloo
+        Invalid(
+            "import torch\n\ndef setup(rank, args):\n    if args.world_size > 1:\n"
+            "        torch.distributed.init_process_group('nccl', rank=rank, world_size=args.world_size)\n",
+            fixed=(
+                "import torch\n\ndef setup(rank, args):\n    if args.world_size > 1:\n"
+                "        torch.distributed.init_process_group('nccl' if torch.cuda.is_available() else 'gloo', rank=rank, world_size=args.world_size)\n"
+            ),
+        ),
+        # Intel GPUs' and Ascend NPUs' backends fail the same way without their devices
+        Invalid(
+            'import torch\ntorch.distributed.init_process_group(backend="xccl")\n',
+            fixed='import torch\ntorch.distributed.init_process_group(backend="xccl" if torch.xpu.is_available() else "gloo")\n',
+        ),
+        Invalid(
+            'import torch\nimport torch_npu\ntorch.distributed.init_process_group("hccl")\n',
+            fixed=(
+                'import torch\nimport torch_npu\n'
+                'torch.distributed.init_process_group("hccl" if (hasattr(torch, "npu") and torch.npu.is_available()) else "gloo")\n'
+            ),
+        ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group(backend=dist.Backend.NCCL)\n',
             fixed=None,
@@ -126,7 +157,7 @@ class HardcodedDistributedBackend(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.availability_guarded:
+        if self.ctx.availability_guarded or self._under_several_gpus():
             return  # distributed-only code is exactly where the backend matters
         name = self.ctx.qualname(node.func)
         if name == "torch.distributed.init_process_group":
@@ -137,18 +168,26 @@ class HardcodedDistributedBackend(Rule):
             flags = [string_value(arg.value) or "" for arg in positional(node)]
             default = keyword(node, "default")
             if default is not None and any(flag.startswith("--") and "backend" in flag for flag in flags):
-                if _is_nccl(default.value):
+                if _device_only_backend(default.value):
                     self._report(default.value, default.value)
 
+    def _under_several_gpus(self) -> bool:
+        """Inside ``if args.num_gpus > 1:``: the user asked for several GPUs, NCCL is theirs."""
+        stack = self.ctx.stack
+        return any(
+            isinstance(node, cst.If) and stack[index + 1] is node.body and guards.several_gpus(node.test)
+            for index, node in enumerate(stack[:-1])
+        )
+
     def _check_backend(self, value: cst.BaseExpression) -> None:
-        if _is_nccl(value):
+        if _device_only_backend(value):
             self._report(value, value)
         elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) is not None:
             literal = self._assigned_literal(dotted_name(value))
             if literal is not None:
                 self._report(value, literal)
         if self.ctx.qualname(value) == "torch.distributed.Backend.NCCL":
-            message = self.message.format(source_of(value))
+            message = self.message.format(source_of(value), "NCCL", "CUDA GPUs")
             self.report(value, message, self.make_fix({}, Applicability.DISPLAY_ONLY, self.fix_title))
 
     def _assigned_literal(self, name: str) -> Optional[cst.BaseExpression]:
@@ -163,19 +202,24 @@ class HardcodedDistributedBackend(Rule):
                 for small in statement.body:
                     if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets):
                         values.append(small.value)
-        return values[0] if len(values) == 1 and _is_nccl(values[0]) else None
+        return values[0] if len(values) == 1 and _device_only_backend(values[0]) else None
 
     def _report(self, reported: cst.CSTNode, literal: cst.BaseExpression) -> None:
         text = source_of(literal)
         quote = "'" if text.lstrip("rRuU").startswith("'") else '"'
-        check = availability_check(self.ctx)
+        name, backend, devices = _DEVICE_ONLY_BACKENDS[_device_only_backend(literal)]
+        check = availability_check(self.ctx, backend)
+        if " and " in check:
+            check = f"({check})"
         replacement = cst.parse_expression(f"{text} if {check} else {quote}gloo{quote}")
         fix = self.make_fix({literal: lambda _: replacement}, imports=self.ctx.torch_imports())
-        self.report(reported, self.message.format(source_of(reported)), fix)
+        self.report(reported, self.message.format(source_of(reported), name, devices), fix)
 
 
-def _is_nccl(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.SimpleString) and string_value(node) in _CUDA_ONLY_BACKENDS
+def _device_only_backend(node: cst.BaseExpression) -> Optional[str]:
+    """``"nccl"``, ``"xccl"`` or ``"hccl"`` written as a literal; None for anything else."""
+    value = string_value(node) if isinstance(node, cst.SimpleString) else None
+    return value if value in _DEVICE_ONLY_BACKENDS else None
 
 
 RULES = (HardcodedDistributedBackend,)

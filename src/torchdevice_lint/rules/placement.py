@@ -61,6 +61,11 @@ class CudaMethodCall(Rule):
         ),
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
+        # a function that calls a collective (it raises without a process group) is distributed
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
+            "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
+        ),
     )
     invalid = (
         Invalid(
@@ -130,6 +135,15 @@ class CudaMethodCall(Rule):
                 'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 'p.add_argument("--use_cuda", default=True, type=bool)\nargs = p.parse_args()\n'
                 "if args.use_cuda:\n    model.to(device)\n"
+            ),
+        ),
+        # a look-alike of a collective (a strategy's own barrier) is no process group
+        Invalid(
+            "import torch\n\ndef fit(strategy, model):\n    strategy.barrier()\n    model.cuda()\n",
+            fixed=(
+                "import torch\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
+                "def fit(strategy, model):\n    strategy.barrier()\n    model.to(device)\n"
             ),
         ),
         # a helper named like a distributed setup may serve single-GPU runs: not a guard

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import FrozenSet, List, Optional, Tuple
 
 from ..analysis.fixes import Applicability
@@ -11,29 +10,16 @@ from ..analysis.lazycst import matchers as m
 from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
-from .common import keyword, keyword_arg, positional
-
-LOADERS = {"torch.load", "torch.jit.load"}
-SAVERS = {"torch.save", "torch.jit.save"}
-#: A string literal that names a file: ``"model.ckpt"``, ``'trainfeat.pth'``.
-_FILE_NAME = re.compile(r"^[\w.\-/]*\.\w+$")
-
-
-def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
-    """What identifies the file a path expression names: its code without spaces, and the
-    file names written in it (``os.path.join(args.dump, "feat.pth")`` -> ``feat.pth``)."""
-    keys = {re.sub(r"\s+", "", source_of(path))}
-    for literal in m.findall(path, m.SimpleString()):
-        value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else None
-        if isinstance(value, str) and _FILE_NAME.match(value):
-            keys.add(value.rsplit("/", 1)[-1])
-    return frozenset(keys)
-
+from .common import display_only, keyword, keyword_arg, positional
+from .saved_files import (
+    LOADERS, SAVERS, SavedFiles, cache_written_when_missing, in_dataset_class, may_be_none, opened_path, path_keys, read_as_numpy,
+)
 
 class LoadWithoutMapLocation(Rule):
     code = "TDV501"
     name = "load-without-map-location"
     message = "`{}` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without CUDA"
+    message_may_be_none = "`{}` with `map_location={}`, which may be None here: a CUDA checkpoint then raises without CUDA"
     fix_title = "Pass `map_location=`"
     fix_safety = Applicability.SAFE
     what = "Checks for `torch.load(...)` and `torch.jit.load(...)` calls without `map_location`."
@@ -66,6 +52,42 @@ class LoadWithoutMapLocation(Rule):
             "import torch\n\nfor epoch in range(3):\n    with open(args.save, 'wb') as f:\n        torch.save(model, f)\n"
             "with open(args.save, 'rb') as f:\n    model = torch.load(f)\n"
         ),
+        # a dataset's processed files (the import alias resolves to torch.utils.data.Dataset)
+        Valid(
+            "import os\nimport pickle\nimport torch\nimport torch.utils.data as data\n\nclass MNISTM(data.Dataset):\n    def __init__(self, root):\n"
+            "        self.data, self.labels = torch.load(os.path.join(root, 'train.pt'))\n\n"
+            "    def process(self, root):\n        with open(os.path.join(root, 'raw.pkl'), 'rb') as f:\n"
+            "            raw = pickle.load(f)\n        data = torch.ByteTensor(raw['train'])\n"
+            "        labels = torch.LongTensor(raw['labels'])\n"
+            "        with open(os.path.join(root, 'train.pt'), 'wb') as f:\n            torch.save((data, labels), f)\n"
+        ),
+        # the data files of a Dataset: a DataLoader serves CPU tensors only
+        Valid(
+            "import torch\n\nclass ExpertDataset(torch.utils.data.Dataset):\n"
+            "    def __init__(self, file_name):\n        self.trajectories = torch.load(file_name)\n"
+        ),
+        # a cache written when it is missing
+        Valid(
+            "import os\nimport torch\n\nif os.path.isfile(args.vector_cache):\n"
+            "    vectors = torch.load(args.vector_cache)\nelse:\n    vectors = build(args)\n"
+            "    torch.save(vectors, args.vector_cache)\nmodel.to(device)\n"
+        ),
+        # a numpy array saved with torch.save: from_numpy proves it
+        Valid("import torch\ndata = torch.load('traindata.pt')\ninputs = torch.from_numpy(data[3:, :-1])\n"),
+        # past `if args.distributed: ... else: raise`, only a distributed run goes on
+        Valid(
+            "import torch\n\ndef main_worker(args):\n    if args.distributed:\n"
+            "        torch.distributed.init_process_group(backend=args.dist_backend)\n"
+            "    elif args.gpu is not None:\n        raise NotImplementedError('Only DDP')\n"
+            "    else:\n        raise NotImplementedError('Only DDP')\n"
+            "    checkpoint = torch.load(args.resume)\n"
+        ),
+        # None only where CUDA is there
+        Valid(
+            "import torch\n\ndef restore(path):\n    location = None\n"
+            "    if not torch.cuda.is_available():\n        location = 'cpu'\n"
+            "    return torch.load(path, map_location=location)\n"
+        ),
     )
     invalid = (
         Invalid(
@@ -96,6 +118,34 @@ class LoadWithoutMapLocation(Rule):
             'import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt")\n',
             fixed='import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt", map_location="cpu")\n',
         ),
+        # saved from a value handed in (a model trained on a GPU elsewhere): not known CPU
+        Invalid(
+            "import torch\n\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n\n"
+            "def resume(model, path):\n    model.load_state_dict(torch.load(path))\n",
+            fixed="import torch\n\ndef save(model, path):\n    torch.save(model.state_dict(), path)\n\n"
+            "def resume(model, path):\n    model.load_state_dict(torch.load(path, map_location=\"cpu\"))\n",
+        ),
+        # one more `elif` that does not exit: a single-process run reaches the load
+        Invalid(
+            "import torch\n\ndef main_worker(args):\n    if args.distributed:\n"
+            "        torch.distributed.init_process_group(backend=args.dist_backend)\n"
+            "    elif args.gpu is not None:\n        torch.cuda.set_device(args.gpu)\n"
+            "    else:\n        raise NotImplementedError('Only DDP')\n"
+            "    checkpoint = torch.load(args.resume)\n",
+            fixed="import torch\n\ndef main_worker(args):\n    if args.distributed:\n"
+            "        torch.distributed.init_process_group(backend=args.dist_backend)\n"
+            "    elif args.gpu is not None:\n        torch.cuda.set_device(args.gpu)\n"
+            "    else:\n        raise NotImplementedError('Only DDP')\n"
+            "    checkpoint = torch.load(args.resume, map_location=\"cpu\")\n",
+        ),
+        # None unless the user passes --num_gpu 0 (default 1): a GPU checkpoint raises on a CPU
+        Invalid(
+            "import torch\n\ndef load_model(self):\n    if self.args.num_gpu == 0:\n"
+            "        map_location = lambda storage, loc: storage\n    else:\n        map_location = None\n"
+            "    self.shared.load_state_dict(torch.load(self.shared_path, map_location=map_location))\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
         # `device` is assigned only below the load: a literal, never the unbound name
         Invalid(
             'import torch\n\nstate = torch.load("model.pt")\ndevice = torch.device("cpu")\n',
@@ -107,19 +157,24 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         #: (enclosing function or None, keys) of the saves visited so far, i.e. above.
         self._saves_above: List[Tuple[Optional[int], FrozenSet[str]]] = []
-        self._cpu_saves: Optional[FrozenSet[str]] = None
+        self._saved_files: Optional[SavedFiles] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.qualname(node.func)
         if name in SAVERS and len(node.args) > 1:
             self._saves_above.append((self._scope(), self._file_keys(node.args[1].value)))
-        if self.ctx.guarded:
+        if self.ctx.guarded or name not in LOADERS or not node.args or any(arg.star for arg in node.args):
             return
-        if name not in LOADERS or keyword(node, "map_location") is not None:
+        location = keyword(node, "map_location")
+        if location is not None:
+            self._check_location(node, location.value)
             return
-        if len(positional(node)) > 1 or any(arg.star for arg in node.args) or not node.args:
+        if len(positional(node)) > 1:
             return
-        if self._written_by_this_program(self._file_keys(node.args[0].value)):
+        keys = self._file_keys(node.args[0].value)
+        if self._written_by_this_program(keys) or read_as_numpy(self.ctx.stack, node, self.ctx.qualname):
+            return
+        if in_dataset_class(self.ctx):
             return
         device_name = self.ctx.settings.device_name
         location = cst.Name(device_name) if self.ctx.name_bound_here(device_name) else cst.SimpleString('"cpu"')
@@ -151,24 +206,27 @@ class LoadWithoutMapLocation(Rule):
 
         self.report(node, self.message.format(f"{source_of(node.func)}(...)"), self.make_fix({node: replace}))
 
+    def _check_location(self, node: cst.Call, location: cst.BaseExpression) -> None:
+        """``map_location=name`` where ``name`` may be None (set by a user flag, not by an
+        availability check) loads like no ``map_location`` at all."""
+        if isinstance(location, cst.Name) and may_be_none(self.ctx, location.value):
+            message = self.message_may_be_none.format(f"{source_of(node.func)}(...)", location.value)
+            self.report(node, message, display_only(self, self.fix_title))
+
     def _written_by_this_program(self, keys: FrozenSet[str]) -> bool:
         """A file this program saves holds what it produced: on this machine when the save
-        ran earlier in the same function (the best model reloaded at the end of training),
-        and CPU tensors anywhere when the saved value is ``.cpu()``. A checkpoint saved in
-        another function (``--resume``) may come from a GPU machine: still reported."""
+        ran earlier in the same function (the best model reloaded at the end of training) or
+        writes a cache the load finds missing, and CPU tensors anywhere when the saved value is
+        ``.cpu()``. A checkpoint saved in another function
+        (``--resume``) may come from a GPU machine: still reported."""
         scope = self._scope()
         if any(where == scope and keys & saved for where, saved in self._saves_above):
             return True
-        if self._cpu_saves is None:
-            cpu_keys: set = set()
-            if "cpu()" in self.ctx.source:
-                for call in m.findall(self.ctx.module, m.Call(args=[m.Arg(), m.Arg(), m.ZeroOrMore()])):
-                    if self.ctx.qualname(call.func) in SAVERS and m.findall(
-                        call.args[0].value, m.Call(func=m.Attribute(attr=m.Name("cpu")))
-                    ):
-                        cpu_keys |= path_keys(call.args[1].value)
-            self._cpu_saves = frozenset(cpu_keys)
-        return bool(keys & self._cpu_saves)
+        if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname):
+            return True
+        if self._saved_files is None:
+            self._saved_files = SavedFiles(self.ctx)
+        return bool(keys & self._saved_files.cpu_keys())
 
     def _scope(self) -> Optional[int]:
         function = self.ctx.enclosing_function()
@@ -176,14 +234,7 @@ class LoadWithoutMapLocation(Rule):
 
     def _file_keys(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """``f`` bound by an enclosing ``with open(path, ...) as f`` stands for ``path``."""
-        if isinstance(target, cst.Name):
-            for ancestor in reversed(self.ctx.stack):
-                if isinstance(ancestor, cst.With):
-                    for item in ancestor.items:
-                        bound = item.asname.name if item.asname else None
-                        if isinstance(bound, cst.Name) and bound.value == target.value and isinstance(item.item, cst.Call) and item.item.args:
-                            return path_keys(item.item.args[0].value)
-        return path_keys(target)
+        return path_keys(opened_path(target, self.ctx.stack) or target)
 
 
 RULES = (LoadWithoutMapLocation,)
