@@ -18,6 +18,7 @@ row covers are counted as unjudged, so the table stays honest when the rules cha
     python bench/realcode.py                      # run check, print the per-rule table and recall
     python bench/realcode.py --root DIR           # checkouts elsewhere (or $TORCHDEVICE_REALCODE_ROOT)
     python bench/realcode.py --details            # also list false alarms still reported, lines missed
+    python bench/realcode.py --set heldout        # the 13 projects judged after the tuning (realcode/heldout/)
     python bench/realcode.py sample-findings      # CSV rows to judge: unjudged findings, seeded
     python bench/realcode.py sample-findings --unjudged 15   # new findings after a rule change
     python bench/realcode.py sample-lines -n 150  # CSV rows to judge: hazard-looking lines, seeded
@@ -48,6 +49,9 @@ PINS = HERE / "pins.toml"
 JUDGED_FINDINGS = HERE / "judged_findings.csv"
 JUDGED_LINES = HERE / "judged_lines.csv"
 DEFAULT_ROOT = Path(os.environ.get("TORCHDEVICE_REALCODE_ROOT", "/work/eval/repos"))
+#: The held-out set: projects judged only after the rules were tuned on the main set.
+HELDOUT = HERE / "heldout"
+HELDOUT_ROOT = Path("/work/eval/heldout/repos")
 FINDING_FIELDS = ["repo", "path", "line", "code", "text", "verdict", "reason"]
 LINE_FIELDS = ["repo", "path", "line", "text", "verdict", "kind", "expected", "reason"]
 #: Opt-in rules measured here too: their precision decides whether they may become default.
@@ -75,8 +79,14 @@ class Pin:
         return root / self.repo.replace("/", "+")
 
 
-def load_pins(path: Path = PINS) -> List[Pin]:
-    with path.open("rb") as handle:
+def use_heldout_set() -> None:
+    """Point the pins and the judged lists at the held-out set."""
+    global PINS, JUDGED_FINDINGS, JUDGED_LINES
+    PINS, JUDGED_FINDINGS, JUDGED_LINES = (HELDOUT / name for name in ("pins.toml", "judged_findings.csv", "judged_lines.csv"))
+
+
+def load_pins(path: Optional[Path] = None) -> List[Pin]:
+    with (path or PINS).open("rb") as handle:
         projects = tomllib.load(handle)["project"]
     return [Pin(item["repo"], item["commit"], item["kind"]) for item in projects]
 
@@ -303,8 +313,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="report",
                         choices=["report", "sample-findings", "sample-lines"])
-    parser.add_argument("--root", type=Path, default=DEFAULT_ROOT,
-                        help="where the checkouts are (default $TORCHDEVICE_REALCODE_ROOT or /work/eval/repos)")
+    parser.add_argument("--set", choices=["main", "heldout"], default="main",
+                        help="main: the 26 projects the rules were tuned on; heldout: 13 judged afterwards")
+    parser.add_argument("--root", type=Path, default=None,
+                        help="where the checkouts are (default $TORCHDEVICE_REALCODE_ROOT or /work/eval/repos; "
+                        f"{HELDOUT_ROOT} for the held-out set)")
     parser.add_argument("--seed", type=int, default=11, help="seed of the random samples (default 11)")
     parser.add_argument("-n", type=int, default=150, help="sample-lines: how many lines (default 150)")
     parser.add_argument("--per-rule", type=int, default=SAMPLE_PER_RULE,
@@ -316,6 +329,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--unjudged", type=int, default=None,
                         help="sample-findings: draw this many unjudged findings per rule instead")
     args = parser.parse_args(argv)
+    if args.set == "heldout":
+        use_heldout_set()
+    args.root = args.root or (HELDOUT_ROOT if args.set == "heldout" else DEFAULT_ROOT)
     if args.command == "sample-findings":
         return sample_findings(args.root, args.seed, args.per_rule, args.unjudged)
     if args.command == "sample-lines":

@@ -58,7 +58,8 @@ GUARDED = [
     "import pytest\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\ndef test():\n    torch.cuda.synchronize()\n",
     "import unittest\n\n@unittest.skipUnless(torch.cuda.is_available(), 'gpu')\ndef test():\n    torch.cuda.synchronize()\n",
     "@requires_cuda\ndef test():\n    torch.cuda.synchronize()\n",
-    "if args.no_cuda:\n    pass\nelse:\n    torch.cuda.synchronize()\n",
+    # an opt-out flag derived from availability in this file
+    "args.no_cuda = not torch.cuda.is_available()\nif args.no_cuda:\n    pass\nelse:\n    torch.cuda.synchronize()\n",
 ]
 
 
@@ -69,6 +70,8 @@ def test_guarded_code_is_not_reported(body):
 
 UNGUARDED = [
     "if torch.cuda.is_available():\n    pass\nelse:\n    torch.cuda.synchronize()\n",
+    # `--no_cuda` parsed elsewhere is a store_true opt-out: off, so CUDA runs by default
+    "if args.no_cuda:\n    pass\nelse:\n    torch.cuda.synchronize()\n",
     "if not torch.cuda.is_available():\n    torch.cuda.synchronize()\n",
     "if verbose:\n    torch.cuda.synchronize()\n",
     "def f():\n    if not torch.cuda.is_available():\n        print('no gpu')\n    torch.cuda.synchronize()\n",

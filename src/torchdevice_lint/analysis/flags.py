@@ -4,6 +4,7 @@
 ``parser.add_argument("--cuda", default=True)`` run the CUDA branch on a CPU-only machine unless
 the user says otherwise, so such a branch is reported like unguarded code. A flag derived from an
 availability check (``args.cuda = not args.no_cuda and torch.cuda.is_available()``) stays a guard.
+An opt-out flag parsed in another file (``opt.no_cuda``) is taken as off, argparse's default.
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ def mentions_availability(node: cst.CSTNode) -> bool:
     return bool(
         m.findall(node, m.Call(func=m.Attribute(attr=m.Name(AVAILABILITY_WORDS[0]) | m.Name(AVAILABILITY_WORDS[1]))))
     )
+
+
+def _opts_out(name: str) -> bool:
+    """``no_cuda``, ``disable_cuda``, ``cpu_only``: flags the user sets to leave the GPU, off
+    unless given (argparse's ``store_true``)."""
+    lowered = name.lower()
+    return lowered.startswith(("no_", "disable_")) and ("cuda" in lowered or "gpu" in lowered) or lowered in {
+        "cpu", "use_cpu", "cpu_only", "force_cpu"
+    }
 
 
 def _constant(node: Optional[cst.BaseExpression]) -> Optional[bool]:
@@ -44,7 +54,11 @@ class FlagDefaults:
         if isinstance(flag, cst.Name):
             return self._parameter_default(flag.value, function)
         if isinstance(flag, cst.Attribute):
-            return self._attribute_defaults().get(flag.attr.value)
+            defaults = self._attribute_defaults()
+            name = flag.attr.value
+            if name not in defaults and _opts_out(name):
+                return False  # ``opt.no_cuda`` parsed in another file: a store_true opt-out
+            return defaults.get(name)
         return None
 
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:

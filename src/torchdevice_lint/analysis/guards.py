@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Callable, Collection, FrozenSet, Optional
 
 from .lazycst import cst
-from .syntax import last_name, string_value
+from .syntax import dotted_name, last_name, string_value
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
@@ -83,6 +83,10 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
         last = last_name(test.func)
         if last in {"is_available", "device_count"}:
             return POSITIVE
+        if last == "isinstance" and len(test.args) == 2:
+            # ``isinstance(x, torch.cuda.FloatTensor)``: true only for a CUDA tensor, like ``x.is_cuda``
+            kind = qualname(test.args[1].value) or ""
+            return POSITIVE if kind.startswith("torch.cuda.") and kind.endswith("Tensor") else NEUTRAL
         if last == "startswith" and isinstance(test.func, cst.Attribute) and test.args:
             return _compare_device_string(string_value(test.args[0].value))
         if last is not None:
@@ -426,9 +430,35 @@ def _mentions_availability(value: cst.BaseExpression, qualname: QualName) -> boo
 
 
 def _counts_devices(value: Optional[cst.BaseExpression], qualname: QualName, counts: Collection[str]) -> bool:
-    if isinstance(value, cst.Name):
-        return value.value in counts
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return dotted_name(value) in counts
     return _availability_call(value, qualname)
+
+
+def spawned_per_gpu(module: cst.Module, qualname: QualName) -> FrozenSet[str]:
+    """Functions of the file started by ``mp.spawn(worker, nprocs=n)`` where ``n`` counts the
+    GPUs (``torch.cuda.device_count()``, or a name or ``args.ngpus_per_node`` assigned it):
+    without a GPU no such process starts."""
+    from .walk import nodes_of  # read-only: ``findall`` would rebuild the whole module
+
+    counts = {
+        dotted_name(target.target)
+        for assign in nodes_of(module, cst.Assign)
+        if _counts_devices(assign.value, qualname, ())
+        for target in assign.targets
+        if dotted_name(target.target)
+    }
+    spawned = set()
+    for call in nodes_of(module, cst.Call):
+        if last_name(call.func) != "spawn":
+            continue
+        positional = [arg.value for arg in call.args if arg.keyword is None]
+        nprocs = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "nprocs"), None)
+        if nprocs is None and len(positional) > 2:
+            nprocs = positional[2]  # spawn(fn, args, nprocs)
+        if positional and isinstance(positional[0], cst.Name) and _counts_devices(nprocs, qualname, counts):
+            spawned.add(positional[0].value)
+    return frozenset(spawned)
 
 
 def _gates(body, checks: Collection[str], qualname: QualName) -> bool:

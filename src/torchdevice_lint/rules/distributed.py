@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import FrozenSet, Optional
 
 from ..analysis import guards
 from ..analysis.fixes import Applicability
@@ -59,6 +59,12 @@ class HardcodedDistributedBackend(Rule):
         Valid('import mylib\nmylib.init_process_group(backend="nccl")\nprint("nccl")\nok = args.backend == "nccl"\n'),
         Valid(
             'import torch.distributed as dist\n\ndef setup(backend):\n    dist.init_process_group(backend=backend)\n'
+        ),
+        # a worker started once per GPU: without CUDA no worker starts (barlowtwins, 3D-ResNets)
+        Valid(
+            "import torch\n\ndef main(args):\n    args.ngpus_per_node = torch.cuda.device_count()\n"
+            "    torch.multiprocessing.spawn(main_worker, (args,), args.ngpus_per_node)\n\n"
+            "def main_worker(gpu, args):\n    torch.distributed.init_process_group(backend='nccl', rank=gpu)\n"
         ),
         # only when the user asks for several GPUs (stylegan2-ada's --gpus)
         Valid(
@@ -137,6 +143,15 @@ class HardcodedDistributedBackend(Rule):
                 "        torch.distributed.init_process_group('nccl' if torch.cuda.is_available() else 'gloo', rank=rank, world_size=args.world_size)\n"
             ),
         ),
+        # one worker per requested process, not per GPU: they start on a CPU machine too
+        Invalid(
+            "import torch\n\ndef main(args):\n    torch.multiprocessing.spawn(main_worker, (args,), args.world_size)\n\n"
+            "def main_worker(rank, args):\n    torch.distributed.init_process_group(backend='nccl', rank=rank)\n",
+            fixed=(
+                "import torch\n\ndef main(args):\n    torch.multiprocessing.spawn(main_worker, (args,), args.world_size)\n\n"
+                "def main_worker(rank, args):\n    torch.distributed.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', rank=rank)\n"
+            ),
+        ),
         # Intel GPUs' and Ascend NPUs' backends fail the same way without their devices
         Invalid(
             'import torch\ntorch.distributed.init_process_group(backend="xccl")\n',
@@ -156,8 +171,12 @@ class HardcodedDistributedBackend(Rule):
         ),
     )
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._workers: Optional[FrozenSet[str]] = None
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.availability_guarded or self._under_several_gpus():
+        if self.ctx.availability_guarded or self._under_several_gpus() or self._in_worker_per_gpu():
             return  # distributed-only code is exactly where the backend matters
         name = self.ctx.qualname(node.func)
         if name == "torch.distributed.init_process_group":
@@ -178,6 +197,16 @@ class HardcodedDistributedBackend(Rule):
             isinstance(node, cst.If) and stack[index + 1] is node.body and guards.several_gpus(node.test)
             for index, node in enumerate(stack[:-1])
         )
+
+    def _in_worker_per_gpu(self) -> bool:
+        """In a function the file starts once per GPU (``mp.spawn(main_worker,
+        nprocs=torch.cuda.device_count())``): no worker runs without CUDA."""
+        scopes = [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
+        if not scopes or "spawn" not in self.ctx.source:
+            return False
+        if self._workers is None:
+            self._workers = guards.spawned_per_gpu(self.ctx.module, self.ctx.qualname)
+        return scopes[0].name.value in self._workers
 
     def _check_backend(self, value: cst.BaseExpression) -> None:
         if _device_only_backend(value):

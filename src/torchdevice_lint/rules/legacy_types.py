@@ -173,7 +173,8 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
-    message = "`{}` pins the tensor to CUDA: the cast raises without CUDA and the check is never true on other devices"
+    message = "`{}` pins the tensor to CUDA: the cast raises without CUDA"
+    message_check = "`{}` is true only for CUDA tensors: on MPS or XPU the code takes the branch meant for the CPU"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
     fix_safety = Applicability.UNSAFE
     what = (
@@ -236,7 +237,7 @@ class CudaTensorTypeCast(Rule):
             if leaf is not None:
                 dtype = LEGACY_TENSOR_DTYPES[leaf]
                 suggestion = f"Check `x.dtype == torch.{dtype}` and, if the device matters, `x.device.type`"
-                self.report(node, self.message.format(source_of(node)), display_only(self, suggestion))
+                self.report(node, self.message_check.format(source_of(node)), display_only(self, suggestion))
 
     def _check_cast(self, node: cst.Call) -> None:
         target = node.args[0]

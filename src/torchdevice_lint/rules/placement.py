@@ -61,6 +61,11 @@ class CudaMethodCall(Rule):
         ),
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
+        # only a tensor already on CUDA takes this branch (TDV202 reports the check itself)
+        Valid(
+            "import torch\n\ndef pad(out, zeros):\n    if isinstance(out.data, torch.cuda.FloatTensor):\n"
+            "        zeros = zeros.cuda()\n    return torch.cat([out.data, zeros], dim=1)\n"
+        ),
         # a function that calls a collective (it raises without a process group) is distributed
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
@@ -233,6 +238,7 @@ class HardcodedCudaDevice(Rule):
         Valid('import torch\nif attr.device != torch.device("cuda"):\n    attr = attr.to(torch.float32)\n'),
         Valid('print("using cuda")\nif args.device == "cuda":\n    pass\n'),
         Valid('import torch\n\ndef f(x):\n    if x.device.type == "cuda":\n        return x.to("cuda:0")\n    return x\n'),
+        Valid('import torch\ndevice = torch.device("cpu" if not torch.cuda.is_available() else "cuda")\n'),
         Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
         Valid('import torch\nx = torch.ones(2)\nif x.is_cuda:\n    y = torch.zeros(2, device="cuda")\n'),
         Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
@@ -288,6 +294,15 @@ class HardcodedCudaDevice(Rule):
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
+        # `--no_cuda` is off by default: the else arm, CUDA, is what runs (3D-ResNets)
+        Invalid(
+            'import torch\np.add_argument("--no_cuda", action="store_true")\nopt = p.parse_args()\n'
+            'opt.device = torch.device("cpu" if opt.no_cuda else "cuda")\n',
+            fixed=(
+                'import torch\np.add_argument("--no_cuda", action="store_true")\nopt = p.parse_args()\n'
+                'opt.device = torch.device("cpu" if opt.no_cuda else ("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"))\n'
+            ),
+        ),
         # `opt.cuda = not opt.no_cuda`: a user flag that picks CUDA by default, not a check
         Invalid(
             'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'
@@ -309,9 +324,10 @@ class HardcodedCudaDevice(Rule):
         if self.ctx.guarded or not self.names_device(literal):
             return
         ctx = self.ctx
-        # `"cuda" if opt.cuda else "cpu"` (a condition that is no guard) is used like the literal
+        # `"cuda" if opt.cuda else "cpu"`, `"cpu" if opt.no_cuda else "cuda"` (a condition that is
+        # no guard: a guard's arm is not visited as unguarded) is used like the literal
         depth, holder = 1, literal
-        while isinstance(ctx.parent(depth), cst.IfExp) and ctx.parent(depth).body is holder:
+        while isinstance(ctx.parent(depth), cst.IfExp) and holder in (ctx.parent(depth).body, ctx.parent(depth).orelse):
             holder, depth = ctx.parent(depth), depth + 1
         parent = ctx.parent(depth)
         if isinstance(parent, cst.Arg) and isinstance(ctx.parent(depth + 1), cst.Call):

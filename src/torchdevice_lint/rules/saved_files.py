@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 LOADERS = {"torch.load", "torch.jit.load"}
 SAVERS = {"torch.save", "torch.jit.save"}
-#: A string literal that names a file: ``"model.ckpt"``, ``'trainfeat.pth'``.
-_FILE_NAME = re.compile(r"^[\w.\-/]*\.\w+$")
+#: A string literal that names a file: ``"model.ckpt"``, ``'trainfeat.pth'``, or a family of
+#: files: ``'{}.pkl'.format(epoch)``, ``f"{epoch}.pkl"`` (placeholders written ``{}``).
+_FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
 #: Existence checks: ``os.path.isfile(p)``, ``os.path.exists(p)``, ``p.is_file()``, ``p.exists()``.
 _EXISTENCE_CHECKS = {"isfile", "exists", "is_file"}
 
@@ -31,11 +32,18 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
     """What identifies the file a path expression names: its code without spaces, and the
     file names written in it (``os.path.join(args.dump, "feat.pth")`` -> ``feat.pth``)."""
     keys = {re.sub(r"\s+", "", source_of(path))}
-    for literal in m.findall(path, m.SimpleString()):
-        value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else None
-        if isinstance(value, str) and _FILE_NAME.match(value):
-            keys.add(value.rsplit("/", 1)[-1])
+    for literal in m.findall(path, m.SimpleString() | m.FormattedString()):
+        value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
+        if isinstance(value, str):
+            value = re.sub(r"\{[^{}]*\}", "{}", value)
+            if _FILE_NAME.match(value):
+                keys.add(value.rsplit("/", 1)[-1])
     return frozenset(keys)
+
+
+def _template(literal: cst.FormattedString) -> str:
+    """``f"{epoch}.pkl"`` -> ``{}.pkl``."""
+    return "".join(part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in literal.parts)
 
 
 def opened_path(handle: cst.BaseExpression, stack) -> Optional[cst.BaseExpression]:
@@ -139,8 +147,11 @@ def _dataset_base(name: str) -> bool:
 
 
 def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
-    """``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``: the file holds a numpy
-    array (``from_numpy`` raises on anything else), which has no CUDA storage to restore."""
+    """``torch.load(p).numpy()``, or ``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``
+    or ``data.numpy()``: the file holds CPU data (both raise on a CUDA tensor on every machine,
+    and ``from_numpy`` on anything but a numpy array), with no CUDA storage to restore."""
+    if len(stack) >= 3 and m.matches(stack[-2], m.Attribute(attr=m.Name("numpy"))) and isinstance(stack[-3], cst.Call):
+        return stack[-3].func is stack[-2]
     if len(stack) < 2 or not isinstance(stack[-2], cst.Assign) or stack[-2].value is not load:
         return False
     targets = [t.target for t in stack[-2].targets]
@@ -151,7 +162,9 @@ def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
     from ..analysis.walk import nodes_of  # read-only: ``findall`` rebuilds the tree
 
     for call in nodes_of(scope, cst.Call):
-        if len(call.args) == 1 and qualname(call.func) == "torch.from_numpy" and _root(call.args[0].value) == name:
+        if qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
+            return True
+        if m.matches(call.func, m.Attribute(value=m.Name(name), attr=m.Name("numpy"))):
             return True
     return False
 

@@ -74,6 +74,18 @@ class LoadWithoutMapLocation(Rule):
         ),
         # a numpy array saved with torch.save: from_numpy proves it
         Valid("import torch\ndata = torch.load('traindata.pt')\ninputs = torch.from_numpy(data[3:, :-1])\n"),
+        # .numpy() raises on a CUDA tensor everywhere: the file holds CPU tensors
+        Valid("import torch\nfrom PIL import Image\nimage = Image.fromarray(torch.load(filename).numpy())\n"),
+        # the best epoch's file, saved above by this run
+        Valid(
+            "import torch\nfor epoch in range(epochs):\n    torch.save(model.state_dict(), '{}.pkl'.format(epoch))\n"
+            "model.load_state_dict(torch.load('{}.pkl'.format(best_epoch)))\n"
+        ),
+        Valid(
+            "import torch\n\ndef train(model, epochs, best):\n    for epoch in range(epochs):\n"
+            "        torch.save(model.state_dict(), f'ckpt/{epoch}.pt')\n"
+            "    model.load_state_dict(torch.load(f'ckpt/{best}.pt'))\n"
+        ),
         # past `if args.distributed: ... else: raise`, only a distributed run goes on
         Valid(
             "import torch\n\ndef main_worker(args):\n    if args.distributed:\n"
@@ -145,6 +157,13 @@ class LoadWithoutMapLocation(Rule):
             "    self.shared.load_state_dict(torch.load(self.shared_path, map_location=map_location))\n",
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
+        ),
+        # another family of files than the one saved above
+        Invalid(
+            "import torch\nfor epoch in range(3):\n    torch.save(model.state_dict(), f'{epoch}.pkl')\n"
+            "model.load_state_dict(torch.load(f'{args.pretrained}.pth'))\n",
+            fixed="import torch\nfor epoch in range(3):\n    torch.save(model.state_dict(), f'{epoch}.pkl')\n"
+            "model.load_state_dict(torch.load(f'{args.pretrained}.pth', map_location=\"cpu\"))\n",
         ),
         # `device` is assigned only below the load: a literal, never the unbound name
         Invalid(
