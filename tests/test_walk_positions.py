@@ -3,10 +3,11 @@
 from pathlib import Path
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from torchdevice_lint.analysis.positions import node_positions, statement_positions
-from torchdevice_lint.analysis.walk import TRIVIA_TYPES, walk
+from torchdevice_lint.analysis.walk import TRIVIA_TYPES, nodes_of, walk
 
 SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
 @decorator(arg)  # comment
@@ -101,3 +102,12 @@ def test_nodes_reported_away_from_their_statement_still_get_positions():
     placed = [n for n in _subtree(module.body[1]) if isinstance(n, cst.Name)][0]
     positions = node_positions(module, [(late, late), (placed, module.body[1])])
     assert positions[late] == reference[late] and positions[placed] == reference[placed]
+
+
+def test_nodes_of_finds_what_matchers_findall_finds_in_the_same_order():
+    module = cst.parse_module(SAMPLE)
+    for node_type in (cst.Call, cst.Assign, cst.Name, cst.Comma, cst.IfExp):
+        found = nodes_of(module, node_type)
+        expected = m.findall(module, getattr(m, node_type.__name__)())
+        assert found and len(found) == len(expected)
+        assert all(a is b for a, b in zip(found, expected))
