@@ -12,15 +12,17 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from .lazycst import cst
-from .lazycst import matchers as m
 from .syntax import last_name, string_value
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
 
 
 def mentions_availability(node: cst.CSTNode) -> bool:
-    return bool(
-        m.findall(node, m.Call(func=m.Attribute(attr=m.Name(AVAILABILITY_WORDS[0]) | m.Name(AVAILABILITY_WORDS[1]))))
+    from .walk import nodes_of
+
+    return any(
+        isinstance(call.func, cst.Attribute) and call.func.attr.value in AVAILABILITY_WORDS
+        for call in nodes_of(node, cst.Call)
     )
 
 

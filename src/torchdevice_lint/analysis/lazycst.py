@@ -3,7 +3,9 @@
 Importing LibCST costs more CPU than checking a typical file, and most files are ruled out by
 the first stage (``prefilter.py``) without it: a run over such files, or an editor's check of
 one, never pays for it. Modules on that path write ``from .lazycst import cst`` and use ``cst``
-as the module (``matchers`` likewise); they must not touch it at import time (``tests/test_prefilter.py`` checks).
+as the module; they must not touch it at import time (``tests/test_prefilter.py`` checks).
+``libcst.matchers`` is not used on the checking path at all: importing it costs more CPU than
+LibCST itself (``walk.nodes_of`` does what ``findall`` did there).
 """
 
 from __future__ import annotations
@@ -21,4 +23,3 @@ class _LazyModule(types.ModuleType):
 
 
 cst = _LazyModule("libcst")
-matchers = _LazyModule("libcst.matchers")

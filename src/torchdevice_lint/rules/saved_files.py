@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
 
 from ..analysis import guards
 from ..analysis.lazycst import cst
-from ..analysis.lazycst import matchers as m
 from ..analysis.syntax import last_name, source_of
 
 if TYPE_CHECKING:
@@ -32,13 +31,28 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
     """What identifies the file a path expression names: its code without spaces, and the
     file names written in it (``os.path.join(args.dump, "feat.pth")`` -> ``feat.pth``)."""
     keys = {re.sub(r"\s+", "", source_of(path))}
-    for literal in m.findall(path, m.SimpleString() | m.FormattedString()):
+    for literal in _nodes_of(path, cst.SimpleString, cst.FormattedString):
         value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
         if isinstance(value, str):
             value = re.sub(r"\{[^{}]*\}", "{}", value)
             if _FILE_NAME.match(value):
                 keys.add(value.rsplit("/", 1)[-1])
     return frozenset(keys)
+
+
+def _nodes_of(root: cst.CSTNode, *node_types: type) -> list:
+    from ..analysis.walk import nodes_of  # LibCST: imported once a file is parsed
+
+    return nodes_of(root, *node_types)
+
+
+def _attribute(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == name
+
+
+def _method_call(call: cst.Call, name: str) -> bool:
+    """``x.<name>(...)``."""
+    return _attribute(call.func, name)
 
 
 def _template(literal: cst.FormattedString) -> str:
@@ -75,7 +89,7 @@ class SavedFiles:
             keys: Set[str] = set()
             if "cpu()" in self.ctx.source:
                 for save, path in self._saves():
-                    if m.findall(save.args[0].value, m.Call(func=m.Attribute(attr=m.Name("cpu")))):
+                    if any(_method_call(call, "cpu") for call in _nodes_of(save.args[0].value, cst.Call)):
                         keys |= path_keys(path)
             self._cpu_keys = frozenset(keys)
         return self._cpu_keys
@@ -116,8 +130,8 @@ def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
         checked = _existence_checked_path(node.test)
         if checked is None or not (path_keys(checked) & keys):
             continue
-        for call in m.findall(node.orelse, m.Call(args=[m.Arg(), m.Arg(), m.ZeroOrMore()])):
-            if qualname(call.func) in SAVERS and path_keys(call.args[1].value) & keys:
+        for call in _nodes_of(node.orelse, cst.Call):
+            if len(call.args) > 1 and qualname(call.func) in SAVERS and path_keys(call.args[1].value) & keys:
                 return True
     return False
 
@@ -150,7 +164,7 @@ def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
     """``torch.load(p).numpy()``, or ``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``
     or ``data.numpy()``: the file holds CPU data (both raise on a CUDA tensor on every machine,
     and ``from_numpy`` on anything but a numpy array), with no CUDA storage to restore."""
-    if len(stack) >= 3 and m.matches(stack[-2], m.Attribute(attr=m.Name("numpy"))) and isinstance(stack[-3], cst.Call):
+    if len(stack) >= 3 and _attribute(stack[-2], "numpy") and isinstance(stack[-3], cst.Call):
         return stack[-3].func is stack[-2]
     if len(stack) < 2 or not isinstance(stack[-2], cst.Assign) or stack[-2].value is not load:
         return False
@@ -159,12 +173,10 @@ def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
         return False
     name = targets[0].value
     scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), stack[0])
-    from ..analysis.walk import nodes_of  # read-only: ``findall`` rebuilds the tree
-
-    for call in nodes_of(scope, cst.Call):
+    for call in _nodes_of(scope, cst.Call):
         if qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
             return True
-        if m.matches(call.func, m.Attribute(value=m.Name(name), attr=m.Name("numpy"))):
+        if _method_call(call, "numpy") and isinstance(call.func.value, cst.Name) and call.func.value.value == name:
             return True
     return False
 
@@ -210,7 +222,7 @@ class _AssignmentFinder:
     def _assign(self, node: cst.Assign) -> None:
         if not any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets):
             return
-        if m.matches(node.value, m.Name("None")):
+        if isinstance(node.value, cst.Name) and node.value.value == "None":
             self.none_assigned = True
         if any(self.ctx.classify(test) != guards.NEUTRAL for test in self.tests):
             self.decided_by_availability = True

@@ -6,7 +6,6 @@ from typing import FrozenSet, List, Optional, Tuple
 
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
-from ..analysis.lazycst import matchers as m
 from ..analysis.prefilter import Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
