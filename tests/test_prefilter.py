@@ -136,3 +136,20 @@ def test_checking_a_file_without_candidates_never_imports_libcst(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.stdout.splitlines()[-1] == "0 False", result.stderr
+
+
+def test_checking_never_imports_libcst_matchers(tmp_path):
+    """Importing ``libcst.matchers`` costs more CPU than LibCST itself: a script with a user flag
+    and a checkpoint (flag defaults, TDV501's saved files) is checked without it."""
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport torch\n\np = argparse.ArgumentParser()\np.add_argument('--cuda', action='store_true')\n"
+        "args = p.parse_args()\nif args.cuda:\n    x = torch.ones(2).cuda()\n"
+        "torch.save(x.cpu(), 'a.pt')\ny = torch.load('a.pt')\nz = torch.load('b.pt')\n"
+    )
+    probe = (
+        "import sys\nfrom torchdevice_lint import cli\n"
+        "code = cli.lint_main(['check', '--no-cache', 'train.py'])\n"
+        "print(code, 'libcst' in sys.modules, 'libcst.matchers' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.stdout.splitlines()[-1] == "1 True False", result.stderr
