@@ -202,10 +202,11 @@ class HardcodedDistributedBackend(Rule):
         """In a function the file starts once per GPU (``mp.spawn(main_worker,
         nprocs=torch.cuda.device_count())``): no worker runs without CUDA."""
         scopes = [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
-        if not scopes or "spawn" not in self.ctx.source:
+        if not scopes:
             return False
-        if self._workers is None:
-            self._workers = guards.spawned_per_gpu(self.ctx.module, self.ctx.qualname)
+        if self._workers is None:  # once per file: a search of the text per call was quadratic
+            spawns = "spawn" in self.ctx.source
+            self._workers = guards.spawned_per_gpu(self.ctx.module, self.ctx.qualname) if spawns else frozenset()
         return scopes[0].name.value in self._workers
 
     def _check_backend(self, value: cst.BaseExpression) -> None:
