@@ -35,7 +35,15 @@ def make_tree(root: Path, count: int) -> Path:
 
 
 def snapshot(root: Path) -> dict:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file's bytes; a file renamed away between the listing and its read (a fixer's
+    temporary file, while a run is going on) is not part of the tree any more."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        try:
+            files[str(path.relative_to(root))] = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+    return files
 
 
 def expected_fix(text: str) -> bytes:
