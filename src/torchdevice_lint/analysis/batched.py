@@ -9,7 +9,7 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Dict, Optional, Sequence, Type
+from typing import Dict, Optional, Sequence, Type, Union
 
 import libcst as cst
 
@@ -134,18 +134,8 @@ class _BatchedPass(cst.CSTVisitor):
             return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
         return False
 
-    def _if(self, node: cst.If) -> None:
-        sign = self.ctx.classify(node.test)
-        if sign == guards.POSITIVE:
-            self._guard(node.body)
-        elif sign == guards.NEGATIVE:
-            self._guard(node.orelse)
-        else:
-            sign = guards.distributed(node.test)
-            if sign != guards.NEUTRAL:
-                self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
-
-    def _if_exp(self, node: cst.IfExp) -> None:
+    def _conditional(self, node: Union[cst.If, cst.IfExp]) -> None:
+        """An ``if`` statement or a conditional expression guards the branch its test decides."""
         sign = self.ctx.classify(node.test)
         if sign == guards.POSITIVE:
             self._guard(node.body)
@@ -197,8 +187,8 @@ _CONTEXT_HOOKS = {
     cst.FunctionDef: _BatchedPass._scope,
     cst.ClassDef: _BatchedPass._scope,
     cst.Lambda: _BatchedPass._scope,
-    cst.If: _BatchedPass._if,
-    cst.IfExp: _BatchedPass._if_exp,
+    cst.If: _BatchedPass._conditional,
+    cst.IfExp: _BatchedPass._conditional,
     cst.BooleanOperation: _BatchedPass._boolean,
     cst.IndentedBlock: _BatchedPass._block,
     cst.Module: _BatchedPass._block,
