@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
 from ..analysis import guards
 from ..analysis.lazycst import cst
 from ..analysis.syntax import last_name, source_of
+from .common import method_name
 
 if TYPE_CHECKING:
     from ..analysis.context import FileContext
@@ -50,11 +51,6 @@ def _attribute(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Attribute) and node.attr.value == name
 
 
-def _method_call(call: cst.Call, name: str) -> bool:
-    """``x.<name>(...)``."""
-    return _attribute(call.func, name)
-
-
 def _template(literal: cst.FormattedString) -> str:
     """``f"{epoch}.pkl"`` -> ``{}.pkl``."""
     return "".join(part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in literal.parts)
@@ -89,7 +85,7 @@ class SavedFiles:
             keys: Set[str] = set()
             if "cpu()" in self.ctx.source:
                 for save, path in self._saves():
-                    if any(_method_call(call, "cpu") for call in _nodes_of(save.args[0].value, cst.Call)):
+                    if any(method_name(call) == "cpu" for call in _nodes_of(save.args[0].value, cst.Call)):
                         keys |= path_keys(path)
             self._cpu_keys = frozenset(keys)
         return self._cpu_keys
@@ -160,10 +156,11 @@ def _dataset_base(name: str) -> bool:
     return name.endswith("Dataset") and name.startswith(("torch.utils.data.", "torchvision.datasets."))
 
 
-def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
+def read_as_numpy(ctx: FileContext, load: cst.Call) -> bool:
     """``torch.load(p).numpy()``, or ``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``
     or ``data.numpy()``: the file holds CPU data (both raise on a CUDA tensor on every machine,
     and ``from_numpy`` on anything but a numpy array), with no CUDA storage to restore."""
+    stack = ctx.stack
     if len(stack) >= 3 and _attribute(stack[-2], "numpy") and isinstance(stack[-3], cst.Call):
         return stack[-3].func is stack[-2]
     if len(stack) < 2 or not isinstance(stack[-2], cst.Assign) or stack[-2].value is not load:
@@ -172,11 +169,10 @@ def read_as_numpy(stack, load: cst.Call, qualname) -> bool:
     if len(targets) != 1 or not isinstance(targets[0], cst.Name):
         return False
     name = targets[0].value
-    scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), stack[0])
-    for call in _nodes_of(scope, cst.Call):
-        if qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
+    for call in _nodes_of(ctx.enclosing_function() or ctx.module, cst.Call):
+        if ctx.qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
             return True
-        if _method_call(call, "numpy") and isinstance(call.func.value, cst.Name) and call.func.value.value == name:
+        if method_name(call) == "numpy" and isinstance(call.func.value, cst.Name) and call.func.value.value == name:
             return True
     return False
 
@@ -193,12 +189,10 @@ def may_be_none(ctx: FileContext, name: str) -> bool:
     tensors where they were saved (ENAS: ``None`` unless ``--num_gpu 0``, default 1).
     ``map_location = None`` then ``if not torch.cuda.is_available(): map_location = "cpu"``
     is fine and stays silent."""
-    stack = ctx.stack
-    scope = next((n for n in reversed(stack) if isinstance(n, cst.FunctionDef)), stack[0])
     from ..analysis.walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     finder = _AssignmentFinder(ctx, name)
-    walk(scope, finder, skip=TRIVIA_TYPES)
+    walk(ctx.enclosing_function() or ctx.module, finder, skip=TRIVIA_TYPES)
     return finder.none_assigned and not finder.decided_by_availability
 
 

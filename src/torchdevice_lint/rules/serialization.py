@@ -190,7 +190,7 @@ class LoadWithoutMapLocation(Rule):
         if len(positional(node)) > 1:
             return
         keys = self._file_keys(node.args[0].value)
-        if self._written_by_this_program(keys) or read_as_numpy(self.ctx.stack, node, self.ctx.qualname):
+        if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node):
             return
         if in_dataset_class(self.ctx):
             return
