@@ -15,12 +15,12 @@ import libcst as cst
 
 from . import guards, noqa
 from .context import Analysis, FileContext
-from .inference.shape import child_blocks
+from .inference import FileInference
 from .positions import node_positions
 from .pyparse import Unparsable
 from .rule import Rule
 from .settings import Settings
-from .syntax import dotted_name
+from .syntax import child_blocks, dotted_name
 from .walk import TRIVIA_TYPES, walk
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -196,15 +196,22 @@ _CONTEXT_HOOKS = {
 
 
 def analyze_module(
-    path: str, source: str, rule_classes: Sequence[Type[Rule]], settings: Settings, module: Optional[cst.Module] = None
+    path: str,
+    source: str,
+    rule_classes: Sequence[Type[Rule]],
+    settings: Settings,
+    module: Optional[cst.Module] = None,
+    inference: Optional[FileInference] = None,
 ) -> Analysis:
-    """Parse (unless ``module`` is given) and run ``rule_classes``. Raises ``Unparsable``."""
+    """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
+    stage's device inference of the file, if it ran. Raises ``Unparsable``."""
     if module is None:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
     ctx = FileContext(path, source, module, settings)
+    ctx.inference = inference
     rules = [rule_class(ctx) for rule_class in rule_classes]
     batched_pass = _BatchedPass(ctx, rules)
     if batched_pass.visitors or set(batched_pass.leavers) - {cst.Module}:

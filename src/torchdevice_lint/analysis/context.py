@@ -19,6 +19,7 @@ from .flags import FlagDefaults
 from .syntax import import_aliases
 
 if TYPE_CHECKING:
+    from .inference import FileInference
     from .rule import Rule
     from .settings import Settings
 
@@ -150,6 +151,8 @@ class FileContext:
         #: id(block) -> {id(statement): its index in the block}.
         self._statement_index: Dict[int, Dict[int, int]] = {}
         self.flags = FlagDefaults(module)
+        #: The device inference (CPython's tree), shared by the rules that read it.
+        self.inference: Optional["FileInference"] = None
         self._collect_top_level_imports(module.body)
 
     # -- imports -------------------------------------------------------------------------

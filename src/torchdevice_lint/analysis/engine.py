@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from . import noqa
 from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
-from .prefilter import parse_facts
+from .prefilter import Facts, parse_facts
 from .pyparse import Unparsable
 from .registry import all_rules
 from .rule import Rule
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from .context import Analysis, RawFinding
+    from .inference import FileInference
 
 
 class Engine:
@@ -37,11 +38,16 @@ class Engine:
         for a file with ``# torchdevice-lint: noqa``. Every file checked is judged by CPython
         here, even one no rule can fire on: raises ``Unparsable`` for a syntax error or for what
         would crash or stall LibCST. ``tree`` is the file's ``ast`` if the caller has one."""
+        return self.first_stage(path, source, tree)[0]
+
+    def first_stage(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> Tuple[List[Type[Rule]], Facts]:
+        """``rules_for``'s rules, and the facts they were chosen by (with the device inference
+        when a trigger ran it)."""
         facts = parse_facts(source, tree)
         extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
         exempt = noqa.file_exemption(source)
         if exempt == ():
-            return []
+            return [], facts
         extra_ignores.extend(exempt or ())
         selected = []
         for rule in self.rules:
@@ -49,18 +55,18 @@ class Engine:
                 continue
             if rule.triggers.matches(facts):
                 selected.append(rule)
-        return selected
+        return selected, facts
 
     def analyze(
         self, path: str, source: str, module: Optional["cst.Module"] = None, tree: Optional["ast.AST"] = None
     ) -> Optional["Analysis"]:
         """Run the rules; None when no enabled rule can fire on the file. Raises ``Unparsable``."""
-        rule_classes = self.rules_for(path, source, tree)
+        rule_classes, facts = self.first_stage(path, source, tree)
         if not rule_classes:
             return None
         from .batched import analyze_module  # LibCST, for the files that need it
 
-        return analyze_module(path, source, rule_classes, self.settings, module)
+        return analyze_module(path, source, rule_classes, self.settings, module, facts.inference)
 
     def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:
         """The file's findings or error. The cyclic garbage collector waits until the file is

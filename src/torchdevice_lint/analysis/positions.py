@@ -11,14 +11,18 @@ after the last one are not generated at all.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst._position import CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
+from .lines import physical_lines
 from .walk import TRIVIA_TYPES, walk
+
+if TYPE_CHECKING:
+    import ast
 
 
 class _Positions:
@@ -113,3 +117,59 @@ def _statements_holding(module: cst.Module, wanted: Set[int]) -> List[cst.CSTNod
         if finder.found:
             holding.append(statement)
     return holding
+
+
+#: LibCST's node type for each kind of ``ast`` node the inference reports.
+_SAME_KIND = {"Call": cst.Call, "BinOp": cst.BinaryOperation, "Compare": cst.Comparison, "AugAssign": cst.AugAssign}
+
+
+def cst_nodes_at(module: cst.Module, source: str, nodes: Sequence["ast.AST"]) -> Dict[int, cst.CSTNode]:
+    """id(ast node) -> the LibCST node of the same kind over the same range of ``source``.
+    Both parsers leave an expression's own parentheses out of its range; ``ast`` counts
+    columns in UTF-8 bytes, LibCST in characters. Only the top-level statements holding the
+    nodes are generated with position bookkeeping."""
+    rows = {node.lineno for node in nodes}
+    if not rows:
+        return {}
+    lines = physical_lines(source, keepends=True)
+
+    def char_column(row: int, byte_column: int) -> int:
+        line = lines[row - 1] if row - 1 < len(lines) else ""
+        return byte_column if line.isascii() else len(line.encode("utf-8", "surrogatepass")[:byte_column].decode("utf-8", "surrogatepass"))
+
+    positions = _Positions()
+    counter = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    for line in module.header:
+        line._codegen(counter)
+    next_line = 1 + _line_breaks("".join(counter.tokens))
+    last_row = max(rows)
+    for statement in module.body:
+        if next_line > last_row:
+            break
+        counter.tokens.clear()
+        statement._codegen(counter)
+        end_line = next_line + _line_breaks("".join(counter.tokens))
+        if any(next_line <= row <= end_line for row in rows):  # the end row may be the next one's
+            state = _FastPositionState(
+                default_indent=module.default_indent, default_newline=module.default_newline, provider=positions, line=next_line
+            )
+            statement._codegen(state)
+        next_line = end_line
+    at_range = {
+        (type(node), code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column): node
+        for node, code_range in positions._computed.items()
+        if type(node) in _CST_KINDS
+    }
+    found: Dict[int, cst.CSTNode] = {}
+    for node in nodes:
+        kind = _SAME_KIND.get(type(node).__name__)
+        key = (
+            kind, node.lineno, char_column(node.lineno, node.col_offset),
+            node.end_lineno, char_column(node.end_lineno, node.end_col_offset),
+        )
+        if key in at_range:
+            found[id(node)] = at_range[key]
+    return found
+
+
+_CST_KINDS = frozenset(_SAME_KIND.values())

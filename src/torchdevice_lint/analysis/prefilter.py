@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, Set, Tuple
+from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Optional, Set, Tuple
 
 from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
+
+if TYPE_CHECKING:
+    from .inference import FileInference
 
 
 @dataclass
@@ -37,6 +40,17 @@ class Facts:
     bases: Set[str] = field(default_factory=set)
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
+    #: The tree, for the device inference (``Inferred``).
+    tree: Optional[ast.Module] = None
+    #: The device inference of the file, once a trigger asked for it.
+    inference: Optional["FileInference"] = None
+
+    def inferred(self) -> "FileInference":
+        if self.inference is None:
+            from .inference.file import infer_tree
+
+            self.inference = infer_tree(self.tree, self.source)
+        return self.inference
 
 
 def parse_facts(source: str, tree: ast.AST = None) -> Facts:
@@ -48,7 +62,7 @@ def parse_facts(source: str, tree: ast.AST = None) -> Facts:
 
 def _collect(tree: ast.AST, source: str) -> Facts:
     """One walk, a level at a time: the facts, and the depth check (no recursion)."""
-    facts = Facts(source=source)
+    facts = Facts(source=source, tree=tree)
     identifiers, calls, keywords, strings, bases = (
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
@@ -170,6 +184,18 @@ class _AnyOf(Trigger):
 
     def matches(self, facts: Facts) -> bool:
         return any(part.matches(facts) for part in self.parts)
+
+
+class Inferred(Trigger):
+    """The device inference, run on the first stage's tree once per file, found what
+    ``accepts`` looks for: a rule reading the inference fires on no other file, and such a file
+    is never parsed with LibCST for it."""
+
+    def __init__(self, accepts: Callable[["FileInference"], bool]) -> None:
+        self.accepts = accepts
+
+    def matches(self, facts: Facts) -> bool:
+        return self.accepts(facts.inferred())
 
 
 #: Matches every file: the default for a rule that declares nothing.

@@ -3,7 +3,7 @@ the names an import statement binds."""
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Sequence
 
 from .lazycst import cst
 
@@ -73,3 +73,29 @@ def import_aliases(node: cst.CSTNode) -> Dict[str, str]:
 def source_of(node: cst.CSTNode) -> str:
     """The code of one node, for messages."""
     return cst.Module([]).code_for_node(node)
+
+
+def block_statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    return [cst.SimpleStatementLine(body=suite.body)]
+
+
+def child_blocks(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+    blocks: List[Sequence[cst.CSTNode]] = []
+    body = getattr(statement, "body", None)
+    if isinstance(body, cst.BaseSuite):
+        blocks.append(block_statements(body))
+    for handler in getattr(statement, "handlers", ()):
+        blocks.append(block_statements(handler.body))
+    for case in getattr(statement, "cases", ()):
+        blocks.append(block_statements(case.body))
+    orelse = getattr(statement, "orelse", None)
+    if isinstance(orelse, cst.If):
+        blocks.append([orelse])
+    elif orelse is not None:
+        blocks.append(block_statements(orelse.body))
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        blocks.append(block_statements(final.body))
+    return blocks

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+import ast
+from typing import List, Optional, Sequence, Set
 
 from ..analysis.fixes import Applicability, Fix
-from ..analysis.inference import Mix, Place, infer, value_at
+from ..analysis.inference import FileInference, Mix, Place, cst_node, infer, value_at
 from ..analysis.inference.shape import MODULE_BASE_ENDINGS
 from ..analysis.inference.vocabulary import TORCH_CPU_SOURCES
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Inferred, Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import display_only, keyword, keyword_arg
@@ -57,7 +58,7 @@ class NumpyOnDeviceTensor(Rule):
         "`.detach()` is inserted too unless the tensor is known not to require grad (made by a "
         "factory, detached, or computed under `torch.no_grad()`); the array is the same."
     )
-    triggers = Triggers(calls="numpy") & ON_DEVICE
+    triggers = Triggers(calls="numpy") & ON_DEVICE & Inferred(lambda inference: bool(inference.numpy_calls))
     valid = (
         Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.cpu().numpy())\n"),
         Valid(
@@ -118,6 +119,9 @@ class NumpyOnDeviceTensor(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         for event in infer(self.ctx).numpy_calls:
+            call = cst_node(self.ctx, event.call)
+            if call is None:
+                continue
             detach = not event.receiver.grad_free
 
             def replace(updated: cst.Call, detach: bool = detach) -> cst.Call:
@@ -127,7 +131,7 @@ class NumpyOnDeviceTensor(Rule):
                 return updated.with_changes(func=updated.func.with_changes(value=_method(receiver, "cpu")))
 
             title = "Insert `.detach().cpu()` before `.numpy()`" if detach else "Insert `.cpu()` before `.numpy()`"
-            self.report(event.call, fix=self.make_fix({event.call: replace}, message=title))
+            self.report(call, fix=self.make_fix({call: replace}, message=title))
 
 
 def _device_keyword(expression: str):
@@ -146,7 +150,7 @@ def _device_keyword(expression: str):
     return add
 
 
-def _fix_device(rule: Rule, mix: Mix, factories: Sequence[cst.Call]) -> Optional[str]:
+def _fix_device(rule: Rule, mix: Mix, factories: Sequence[ast.Call]) -> Optional[str]:
     """An expression naming the device-side tensor's device that is valid where every factory
     stands: a device-side operand's ``.device`` if it held the same value there, else the
     ``device`` variable in scope when the other side is known to be on an accelerator."""
@@ -183,6 +187,22 @@ def _belongs_to_factory_rule(mix: Mix) -> bool:
     return mix.scope.tensor_function and all(side.value.origins for side in mix.cpu_sides)
 
 
+def _has_mix(inference: FileInference) -> bool:
+    return any(not _belongs_to_factory_rule(mix) for mix in inference.mixes)
+
+
+def _has_factory_mix(inference: FileInference) -> bool:
+    return any(_belongs_to_factory_rule(mix) for mix in inference.mixes)
+
+
+def _located_fix(rule: Rule, factories: Sequence[ast.Call], replace, message: str) -> Optional[Fix]:
+    """The fix giving each factory ``device=``, on the LibCST nodes where they stand."""
+    nodes = [cst_node(rule.ctx, factory) for factory in factories]
+    if any(node is None for node in nodes):
+        return None
+    return rule.make_fix({node: replace for node in nodes}, message=message)
+
+
 class MixedDeviceOperation(Rule):
     code = "TDV402"
     name = "mixed-device-operation"
@@ -208,7 +228,7 @@ class MixedDeviceOperation(Rule):
         "from a factory in reach (`torch.from_numpy`, `.cpu()`, a plain attribute set in "
         "`__init__`) the fix is a suggestion only."
     )
-    triggers = _MIXES
+    triggers = _MIXES & Inferred(_has_mix)
     valid = (
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
@@ -296,7 +316,9 @@ class MixedDeviceOperation(Rule):
         for mix in infer(self.ctx).mixes:
             if _belongs_to_factory_rule(mix):
                 continue
-            self.report(mix.node, self.message.format(_short(mix.node)), self.fix_for(mix))
+            operation = cst_node(self.ctx, mix.node)
+            if operation is not None:
+                self.report(operation, self.message.format(_short(operation)), self.fix_for(mix))
 
     def fix_for(self, mix: Mix) -> Fix:
         stuck = sorted(set().union(*(side.value.stuck_attributes for side in mix.cpu_sides)))
@@ -313,17 +335,19 @@ class MixedDeviceOperation(Rule):
         expression = _fix_device(self, mix, factories) if factories is not None else None
         if expression is None:
             return display_only(self, "Move the CPU tensor to the other tensor's device with `.to(...)`")
-        replace = _device_keyword(expression)
-        return self.make_fix({factory: replace for factory in factories}, message=f"Pass `device={expression}` to the factory")
+        fix = _located_fix(self, factories, _device_keyword(expression), f"Pass `device={expression}` to the factory")
+        return fix or display_only(self, "Move the CPU tensor to the other tensor's device with `.to(...)`")
 
 
-def _factories(mix: Mix) -> Optional[List[cst.Call]]:
-    factories: List[cst.Call] = []
+def _factories(mix: Mix) -> Optional[List[ast.Call]]:
+    """The factory calls the CPU sides came from, in source order; None if some side did not
+    come from a factory."""
+    factories: List[ast.Call] = []
     for side in mix.cpu_sides:
         if not side.value.origins:
             return None
         factories.extend(side.value.origins)
-    return sorted(set(factories), key=lambda call: id(call))
+    return sorted(set(factories), key=lambda call: (call.lineno, call.col_offset))
 
 
 def _short(node: cst.CSTNode, limit: int = 60) -> str:
@@ -366,7 +390,7 @@ class FactoryWithoutDevice(Rule):
         "because the tensor then lives on that device everywhere it is used. For a constant, "
         "registering it once in `__init__` with `self.register_buffer(...)` is often better."
     )
-    triggers = _MIXES
+    triggers = _MIXES & Inferred(_has_factory_mix)
     valid = (
         Valid(
             "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
@@ -459,15 +483,16 @@ class FactoryWithoutDevice(Rule):
     )
 
     def leave_Module(self, node: cst.Module) -> None:
-        reported: Dict[int, cst.Call] = {}
+        reported: Set[int] = set()
         for mix in infer(self.ctx).mixes:
             if not _belongs_to_factory_rule(mix):
                 continue
             for factory in _factories(mix) or ():
-                if id(factory) in reported:
+                located = cst_node(self.ctx, factory)
+                if id(factory) in reported or located is None:
                     continue
-                reported[id(factory)] = factory
-                self.report(factory, self.message_for(factory), self.fix_for(mix, factory))
+                reported.add(id(factory))
+                self.report(located, self.message_for(located), self.fix_for(mix, factory))
 
     def message_for(self, factory: cst.Call) -> str:
         message = self.message.format(_short(factory))
@@ -475,11 +500,10 @@ class FactoryWithoutDevice(Rule):
             message += "; as a constant it could be registered once in `__init__` with `self.register_buffer(...)`"
         return message
 
-    def fix_for(self, mix: Mix, factory: cst.Call) -> Fix:
+    def fix_for(self, mix: Mix, factory: ast.Call) -> Fix:
         expression = _fix_device(self, mix, [factory])
-        if expression is None:
-            return display_only(self, "Pass `device=` of a tensor the function receives")
-        return self.make_fix({factory: _device_keyword(expression)}, message=f"Pass `device={expression}`")
+        fix = _located_fix(self, [factory], _device_keyword(expression), f"Pass `device={expression}`") if expression else None
+        return fix or display_only(self, "Pass `device=` of a tensor the function receives")
 
 
 RULES = (NumpyOnDeviceTensor, MixedDeviceOperation, FactoryWithoutDevice)

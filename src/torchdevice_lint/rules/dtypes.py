@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..analysis.fixes import Applicability
-from ..analysis.inference import infer
+from ..analysis.inference import cst_node, infer
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Inferred, Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import display_only
@@ -37,7 +37,7 @@ class Float64OnMps(Rule):
     )
     triggers = ON_DEVICE & Triggers(
         calls="double", names=("torch.float64", "torch.double", "torch.DoubleTensor"), strings="torch.DoubleTensor"
-    )
+    ) & Inferred(lambda inference: bool(inference.float64_calls))
     valid = (
         Valid("import torch\nx = torch.ones(3).double()\nprint(x.sum())\n"),
         Valid("import torch\n\ndef f(x, device):\n    x = x.double()\n    return x.cpu().numpy()\n"),
@@ -76,10 +76,11 @@ class Float64OnMps(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         seen = set()
-        for call in infer(self.ctx).float64_calls:
-            if id(call) in seen:
+        for event in infer(self.ctx).float64_calls:
+            call = cst_node(self.ctx, event)
+            if id(event) in seen or call is None:
                 continue
-            seen.add(id(call))
+            seen.add(id(event))
             self.report(call, self.message.format(_short(call)), display_only(self, self.fix_title))
 
 

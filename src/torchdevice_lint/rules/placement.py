@@ -202,7 +202,9 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
 
 
 def _parameterless(name: Optional[str], call: cst.Call) -> bool:
-    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(name.rsplit(".", 1)[-1], call)
+    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
+        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
+    )
 
 
 def _names_a_device(target: cst.BaseExpression) -> bool:

@@ -3,12 +3,11 @@ mixing of device and CPU operands that TDV402 reports."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from .. import guards
-from ..lazycst import cst
-from ..syntax import dotted_name, last_name
+from .nodes import call_args, dotted_name, fstring_head, is_integer, is_literal, keyword_value, last_name, literal_string, positional_args
 from .statements import is_false_literal
 from .values import MAX_RECORDED_ENTRIES, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
 from .vocabulary import (
@@ -24,12 +23,8 @@ from .vocabulary import (
     SAME_DEVICE_OTHER,
     SIZE_FACTORIES,
     TENSOR_METHOD_COMBINERS,
-    is_literal,
-    keyword_argument,
-    literal_string,
     names_a_device,
     place_of_device_string,
-    positional_args,
     size_rank,
 )
 
@@ -37,30 +32,31 @@ from .vocabulary import (
 class CallWalk:
     """Mixed into ``FunctionWalk``: calls whose result or operands the device depends on."""
 
-    def factory(self, node: cst.Call, leaf: str, env: Env) -> Optional[Value]:
+    def factory(self, node: ast.Call, leaf: str, env: Env) -> Optional[Value]:
         """``torch.zeros(...)`` and friends: on the ``device=`` given, else on the CPU."""
         positional = positional_args(node)
-        grad_free = not (keyword_argument(node, "requires_grad") and not is_false_literal(keyword_argument(node, "requires_grad").value))
+        requires_grad = keyword_value(node, "requires_grad")
+        grad_free = not (requires_grad is not None and not is_false_literal(requires_grad))
         if leaf in DATA_FACTORIES or leaf in LEGACY_CPU_CONSTRUCTORS:
-            rank = self.data_rank(positional[0].value if positional else None, env, legacy=leaf in LEGACY_CPU_CONSTRUCTORS)
+            rank = self.data_rank(positional[0] if positional else None, env, legacy=leaf in LEGACY_CPU_CONSTRUCTORS)
             if rank is None:
                 return None
         elif leaf in SIZE_FACTORIES:
-            size = keyword_argument(node, "size")
-            rank = size_rank([size] if size else positional[:1] if leaf == "full" else positional)
+            size = keyword_value(node, "size")
+            rank = size_rank([size] if size is not None else positional[:1] if leaf == "full" else positional)
         elif leaf == "randint":
-            size = keyword_argument(node, "size")
-            shaped = [size] if size else [arg for arg in positional if isinstance(arg.value, (cst.Tuple, cst.List))]
+            size = keyword_value(node, "size")
+            shaped = [size] if size is not None else [arg for arg in positional if isinstance(arg, (ast.Tuple, ast.List))]
             rank = size_rank(shaped[:1])
         else:
             rank = Rank.ARRAY
-        device_arg = keyword_argument(node, "device")
+        device_arg = keyword_value(node, "device")
         if device_arg is not None:
-            target = self.device_target(device_arg.value, env)
+            target = self.device_target(device_arg, env)
             if target is None:
                 return None
-            dtype = keyword_argument(node, "dtype")
-            if target == Place.DEVICE and dtype is not None and self.is_float64(dtype.value) and not self.recording:
+            dtype = keyword_value(node, "dtype")
+            if target == Place.DEVICE and dtype is not None and self.is_float64(dtype) and not self.recording:
                 self.analysis.result.float64_calls.append(node)
             return self.fresh(target, rank=rank if target == Place.CPU else Rank.UNKNOWN, tensor=True, grad_free=grad_free)
         if self.analysis.default_device_changed or self.default_device_context:
@@ -73,7 +69,7 @@ class CallWalk:
             result.factory_sites[id(node)] = dict(env)
         return self.fresh(Place.CPU, rank=rank, tensor=True, grad_free=grad_free, origins=frozenset([node]))
 
-    def data_rank(self, data: Optional[cst.BaseExpression], env: Env, legacy: bool) -> Optional[Rank]:
+    def data_rank(self, data: Optional[ast.expr], env: Env, legacy: bool) -> Optional[Rank]:
         """Rank of ``torch.tensor(data)``; None when data may be a tensor (the copy stays put)."""
         if legacy:
             return Rank.ARRAY  # torch.FloatTensor(2, 3) / (list) / () are never 0-dim
@@ -81,49 +77,50 @@ class CallWalk:
             return None
         if is_literal(data):
             return Rank.SCALAR
-        if isinstance(data, (cst.List, cst.Tuple, cst.ListComp)):
+        if isinstance(data, (ast.List, ast.Tuple, ast.ListComp)):
             return Rank.ARRAY
-        if isinstance(data, cst.Name):
-            known = self.lookup(data.value, env)
+        if isinstance(data, ast.Name):
+            known = self.lookup(data.id, env)
             if known is not None and known.place == Place.LIST:
                 return Rank.ARRAY
             if known is not None and known.place == Place.PYTHON and known.rank == Rank.SCALAR:
                 return Rank.SCALAR
         return None
 
-    def like_factory(self, node: cst.Call, source: Optional[Value], env: Env) -> Optional[Value]:
-        device_arg = keyword_argument(node, "device")
+    def like_factory(self, node: ast.Call, source: Optional[Value], env: Env) -> Optional[Value]:
+        device_arg = keyword_value(node, "device")
         if device_arg is not None:
-            target = self.device_target(device_arg.value, env)
+            target = self.device_target(device_arg, env)
             return self.fresh(target, tensor=True, grad_free=True) if target is not None else None
         if source is None or source.place not in TENSOR_PLACES:
             return None
         return self.fresh(source.place, tensor=True, grad_free=True, rank=source.rank if source.place == Place.CPU else Rank.UNKNOWN, origins=source.origins)
 
-    def device_target(self, node: cst.BaseExpression, env: Env) -> Optional[Place]:
+    def device_target(self, node: ast.expr, env: Env) -> Optional[Place]:
         """Where a device argument (``device=``, ``.to(...)``) points, on a GPU machine."""
         text = literal_string(node)
         if text is not None:
             return place_of_device_string(text)
-        if isinstance(node, cst.FormattedString):
-            head = node.parts[0] if node.parts else None
-            return place_of_device_string(head.value) if isinstance(head, cst.FormattedStringText) else None
-        if isinstance(node, cst.Integer):
+        if isinstance(node, ast.JoinedStr):
+            head = fstring_head(node)
+            return place_of_device_string(head) if head is not None else None
+        if is_integer(node):
             return Place.DEVICE
-        if isinstance(node, cst.IfExp):
+        if isinstance(node, ast.IfExp):
             body, orelse = self.device_target(node.body, env), self.device_target(node.orelse, env)
             if body == orelse:
                 return body
-            if guards.classify(node.test, self.ctx.qualname) == guards.POSITIVE and body == Place.DEVICE:
+            if body == Place.DEVICE and self.ctx.availability_checked(node.test):
                 return Place.DEVICE
             return None
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             name = self.ctx.qualname(node.func)
-            if name == "torch.device" and node.args:
-                first = self.device_target(node.args[0].value, env)
-                return first if first is not None else (Place.DEVICE if literal_string(node.args[0].value) is None else None)
+            arguments = call_args(node)
+            if name == "torch.device" and arguments:
+                first = self.device_target(arguments[0].value, env)
+                return first if first is not None else (Place.DEVICE if literal_string(arguments[0].value) is None else None)
             return None
-        if isinstance(node, cst.Attribute) and node.attr.value == "device":
+        if isinstance(node, ast.Attribute) and node.attr == "device":
             key = dotted_name(node)
             if key is not None and key in env:
                 known = env[key]
@@ -140,19 +137,19 @@ class CallWalk:
             return Place.DEVICE if names_a_device(key.rsplit(".", 1)[-1]) else None
         return None
 
-    def to_target(self, node: cst.Call, env: Env) -> Tuple[str, Optional[Place]]:
+    def to_target(self, node: ast.Call, env: Env) -> Tuple[str, Optional[Place]]:
         """What ``.to(...)`` does: ("move", place), ("keep", None) for a dtype cast, or
         ("unknown", None)."""
-        if any(arg.star for arg in node.args):
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(k.arg is None for k in node.keywords):
             return "unknown", None
-        device_arg = keyword_argument(node, "device")
+        device_arg = keyword_value(node, "device")
         positional = positional_args(node)
         if device_arg is not None:
-            target = self.device_target(device_arg.value, env)
+            target = self.device_target(device_arg, env)
             return ("move", target) if target is not None else ("unknown", None)
         if not positional:
-            return ("keep", None) if node.args else ("unknown", None)
-        first = positional[0].value
+            return ("keep", None) if node.keywords else ("unknown", None)
+        first = positional[0]
         name = self.ctx.qualname(first)
         if name is not None and name.startswith("torch.") and name.split(".")[-1] in DTYPES:
             return "keep", None
@@ -167,10 +164,10 @@ class CallWalk:
         target = self.device_target(first, env)
         return ("move", target) if target is not None else ("unknown", None)
 
-    def method_call(self, node: cst.Call, method: str, receiver: Optional[Value], args: List[Optional[Value]], env: Env) -> Optional[Value]:
+    def method_call(self, node: ast.Call, method: str, receiver: Optional[Value], args: List[Optional[Value]], env: Env) -> Optional[Value]:
         if method == "numpy":
-            force = keyword_argument(node, "force")
-            if receiver is not None and receiver.place == Place.DEVICE and (force is None or is_false_literal(force.value)) and not self.recording:
+            force = keyword_value(node, "force")
+            if receiver is not None and receiver.place == Place.DEVICE and (force is None or is_false_literal(force)) and not self.recording:
                 self.analysis.result.numpy_calls.append(NumpyCall(node, receiver))
             return None
         if not self.recording and self.makes_float64_on_device(node, method, receiver, env):
@@ -191,11 +188,11 @@ class CallWalk:
         if receiver is None or receiver.module or receiver.moved_in_place:
             return None
         if method in PYTHON_METHODS:
-            return PYTHON_SCALAR if method in {"item", "dim", "numel", "nelement", "element_size", "get_device"} or (method == "size" and node.args) else PYTHON
+            return PYTHON_SCALAR if method in {"item", "dim", "numel", "nelement", "element_size", "get_device"} or (method == "size" and (node.args or node.keywords)) else PYTHON
         if method in NEW_FACTORIES:
-            device_arg = keyword_argument(node, "device")
+            device_arg = keyword_value(node, "device")
             if device_arg is not None:
-                target = self.device_target(device_arg.value, env)
+                target = self.device_target(device_arg, env)
                 return self.fresh(target, tensor=True, grad_free=True) if target is not None else None
             if receiver.place == Place.CPU:
                 return self.fresh(Place.CPU, tensor=True, grad_free=True, rank=Rank.UNKNOWN, origins=receiver.origins)
@@ -205,37 +202,38 @@ class CallWalk:
             return self.same_place(other, "float") if other is not None else None
         if method in TENSOR_METHOD_COMBINERS:
             func = node.func
-            operands = [(receiver, func.value)] + [(args[index], arg.value) for index, arg in enumerate(node.args) if arg.keyword is None and not arg.star]
+            operands = [(receiver, func.value)] + [(args[index], arg.value) for index, arg in enumerate(call_args(node)) if arg.keyword is None and not arg.star]
             rank = Rank.UNKNOWN if method in PRODUCT_COMBINERS else None
             return self.combine(node, operands, rank)
         if method in ELEMENTWISE_UNARY or method in SAME_DEVICE_OTHER or method in ARRAY_SHAPING:
             return self.same_place(receiver, method)
         return None
 
-    def is_float64(self, node: cst.BaseExpression) -> bool:
+    def is_float64(self, node: ast.expr) -> bool:
         return self.ctx.qualname(node) in {"torch.float64", "torch.double", "torch.DoubleTensor"} or (
             literal_string(node) == "torch.DoubleTensor"
         )
 
-    def makes_float64_on_device(self, node: cst.Call, method: str, receiver: Optional[Value], env: Env) -> bool:
+    def makes_float64_on_device(self, node: ast.Call, method: str, receiver: Optional[Value], env: Env) -> bool:
         """TDV601: ``x.double()``/``x.to(torch.float64)``/``x.type(torch.DoubleTensor)`` of a
         tensor or module on a device; ``y.to(device, torch.float64)``; ``y.double().to(device)``."""
         on_device = receiver is not None and receiver.place == Place.DEVICE
         if method == "double":
-            return on_device and not node.args
+            return on_device and not (node.args or node.keywords)
         if method == "type":
-            return on_device and bool(node.args) and self.is_float64(node.args[0].value)
+            arguments = call_args(node)
+            return on_device and bool(arguments) and self.is_float64(arguments[0].value)
         if method != "to":
             return False
-        dtype = keyword_argument(node, "dtype")
-        casts = [dtype] if dtype is not None else [arg for arg in positional_args(node) if self.is_float64(arg.value)]
+        dtype = keyword_value(node, "dtype")
+        casts = [dtype] if dtype is not None else [arg for arg in positional_args(node) if self.is_float64(arg)]
         action, place = self.to_target(node, env)
-        if casts and self.is_float64(casts[0].value):
+        if casts and self.is_float64(casts[0]):
             return (action == "keep" and on_device) or (action == "move" and place == Place.DEVICE)
         source = node.func.value
-        made_float64 = isinstance(source, cst.Call) and (
-            last_name(source.func) == "double"
-            or (keyword_argument(source, "dtype") is not None and self.is_float64(keyword_argument(source, "dtype").value))
+        source_dtype = keyword_value(source, "dtype") if isinstance(source, ast.Call) else None
+        made_float64 = isinstance(source, ast.Call) and (
+            last_name(source.func) == "double" or (source_dtype is not None and self.is_float64(source_dtype))
         )
         return made_float64 and action == "move" and place == Place.DEVICE
 
@@ -251,16 +249,16 @@ class CallWalk:
             rank=rank, grad_free=receiver.grad_free, constructor=receiver.constructor,
         )
 
-    def module_call(self, node: cst.Call, callee: Optional[Value], args: List[Optional[Value]], env: Env) -> Optional[Value]:
+    def module_call(self, node: ast.Call, callee: Optional[Value], args: List[Optional[Value]], env: Env) -> Optional[Value]:
         """``model(x)``: a module moved to a device returns device tensors for device inputs."""
         if callee is None or callee.place not in TENSOR_PLACES or callee.tensor or callee.parameter:
             return None
-        tensors: List[Tuple[Optional[Value], cst.BaseExpression]] = []
-        must_match: List[Tuple[Optional[Value], cst.BaseExpression]] = []
+        tensors: List[Tuple[Optional[Value], ast.expr]] = []
+        must_match: List[Tuple[Optional[Value], ast.expr]] = []
         positional = 0
-        for value, arg in zip(args, node.args):
-            if value is not None and value.place == Place.SEQUENCE and isinstance(arg.value, (cst.Tuple, cst.List)):
-                items = list(zip(value.elements, (e.value for e in arg.value.elements)))
+        for value, arg in zip(args, call_args(node)):
+            if value is not None and value.place == Place.SEQUENCE and isinstance(arg.value, (ast.Tuple, ast.List)):
+                items = list(zip(value.elements, arg.value.elts))
             else:
                 items = [(value, arg.value)]
             tensors.extend(items)
@@ -292,10 +290,10 @@ class CallWalk:
             return self.fresh(callee.place)
         return None
 
-    def operand(self, value: Value, expression: Optional[cst.BaseExpression]) -> Operand:
+    def operand(self, value: Value, expression: Optional[ast.expr]) -> Operand:
         return Operand(value, dotted_name(expression) if expression is not None else None)
 
-    def combine(self, node: cst.CSTNode, operands: Sequence[Tuple[Optional[Value], cst.BaseExpression]], rank: Optional[Rank] = None) -> Optional[Value]:
+    def combine(self, node: ast.AST, operands: Sequence[Tuple[Optional[Value], ast.expr]], rank: Optional[Rank] = None) -> Optional[Value]:
         """An operation whose tensor operands must share a device (0-dim CPU ones excepted).
         ``rank`` is the result's rank for CPU operands when it is not elementwise."""
         unknown = False
@@ -339,7 +337,7 @@ class CallWalk:
         stuck = frozenset().union(*(v.stuck_attributes for v in cpu))
         return Value(Place.CPU, rank=rank, tensor=True, grad_free=grad_free, origins=origins or None, stuck_attributes=stuck)
 
-    def record_mix(self, node: cst.CSTNode, device_side: Operand, cpu_sides: Sequence[Operand], partners: Tuple[Operand, ...], module_call: bool = False) -> None:
+    def record_mix(self, node: ast.AST, device_side: Operand, cpu_sides: Sequence[Operand], partners: Tuple[Operand, ...], module_call: bool = False) -> None:
         if self.recording:
             return
         self.analysis.result.mixes.append(Mix(node, device_side, tuple(cpu_sides), partners, self.scope, module_call))

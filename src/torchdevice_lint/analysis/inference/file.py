@@ -16,20 +16,76 @@ three rules.
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING, Dict, List, Optional
+import ast
+from functools import lru_cache
+from typing import Dict, List, Optional
 
-from ..lazycst import cst
-from ..syntax import last_name, source_of
 from .calls import CallWalk
 from .expressions import ExpressionWalk
-from .shape import ShapeWalker, block_statements
+from ..lines import physical_lines
+from .nodes import file_aliases, last_name, literal_string
+from .shape import FUNCTION_TYPES, Function, ShapeWalker
 from .statements import StatementWalk
 from .values import PYTHON, PYTHON_SCALAR, ClassFacts, Env, FileInference, Place, Scope, Value, join_envs
-from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, literal_string, place_of_device_string
+from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, place_of_device_string
 
-if TYPE_CHECKING:
-    from ..context import FileContext
+
+class SourceContext:
+    """What the walk asks of the file: its source, and what names its imports bind."""
+
+    def __init__(self, tree: ast.Module, source: str) -> None:
+        self.tree = tree
+        self.source = source
+        self.aliases: Dict[str, str] = file_aliases(tree.body)
+        self._lines: Optional[List[bytes]] = None
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """The imported name an expression refers to (``th.cuda`` -> ``torch.cuda``)."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualname(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def availability_checked(self, test: ast.expr) -> bool:
+        """The condition, true, means an accelerator is there (``guards.classify``, which
+        reads LibCST nodes: only such conditions inside device arguments get here)."""
+        return _positive_guard(self.text_of(test), tuple(sorted(self.aliases.items())))
+
+    def text_of(self, node: ast.AST) -> str:
+        """The node's source, as ``ast.get_source_segment`` (which splits the whole file at
+        every call) gives it."""
+        if self._lines is None:
+            self._lines = [line.encode("utf-8") for line in physical_lines(self.source, keepends=True)]
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            return self._lines[first][node.col_offset:node.end_col_offset].decode("utf-8")
+        pieces = [self._lines[first][node.col_offset:], *self._lines[first + 1:last], self._lines[last][:node.end_col_offset]]
+        return b"".join(pieces).decode("utf-8")
+
+
+@lru_cache(maxsize=256)
+def _positive_guard(text: str, aliases: tuple) -> bool:
+    from .. import guards
+    from ..lazycst import cst
+    from ..syntax import dotted_name as cst_dotted_name
+
+    try:
+        test = cst.parse_expression(f"({text})")
+    except Exception:  # noqa: BLE001 - a segment LibCST cannot read is no guard
+        return False
+    bound = dict(aliases)
+
+    def qualname(node) -> Optional[str]:
+        name = cst_dotted_name(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        base = bound.get(head)
+        return None if base is None else f"{base}.{rest}" if rest else base
+
+    return guards.classify(test, qualname) == guards.POSITIVE
 
 
 class FunctionWalk(StatementWalk, ExpressionWalk, CallWalk):
@@ -40,70 +96,73 @@ class FileAnalysis:
     """The pre-pass, then every function; methods start from their class facts: what
     ``__init__`` alone assigned to ``self``."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SourceContext) -> None:
         self.ctx = ctx
         self.result = FileInference()
         walker = ShapeWalker()
-        walker.walk(ctx.module.body, None, None)
+        walker.walk(ctx.tree.body, None, None)
         self.shape = walker.shape
         self.default_device_changed = any(setter in ctx.source for setter in DEFAULT_DEVICE_SETTERS)
         self.class_facts: Dict[int, ClassFacts] = {}
 
     def run(self) -> FileInference:
-        FunctionWalk(self, Scope(self.ctx.module)).block(self.ctx.module.body, {})
+        FunctionWalk(self, Scope(self.ctx.tree)).block(self.ctx.tree.body, {})
         for function, klass in self.shape.functions:
-            if klass is not None and function.name.value == "__init__":
+            if klass is not None and function.name == "__init__":
                 continue  # walked while the class facts are gathered
             facts = self.facts_for(klass) if klass is not None else None
             self.walk_function(function, klass, facts)
         for function, klass in self.shape.functions:
-            if klass is not None and function.name.value == "__init__" and id(klass) not in self.class_facts:
+            if klass is not None and function.name == "__init__" and id(klass) not in self.class_facts:
                 self.facts_for(klass)
         return self.result
 
-    def walk_function(self, function: cst.FunctionDef, klass: Optional[cst.ClassDef], facts: Optional[ClassFacts]) -> FunctionWalk:
+    def walk_function(self, function: Function, klass: Optional[ast.ClassDef], facts: Optional[ClassFacts]) -> FunctionWalk:
         env: Env = {}
         tensor_params: List[str] = []
-        params = list(function.params.posonly_params) + list(function.params.params)
-        method = klass is not None and not any(last_name(d.decorator) == "staticmethod" for d in function.decorators)
-        forward = method and function.name.value == "forward"
-        for index, param in enumerate(params + list(function.params.kwonly_params)):
-            name = param.name.value
-            annotation = param.annotation.annotation if param.annotation is not None else None
-            annotated = source_of(annotation) if annotation is not None else ""
+        arguments = function.args
+        params = list(arguments.posonlyargs) + list(arguments.args)
+        # defaults belong to the last positional parameters, and to keyword-only ones
+        defaults = [None] * (len(params) - len(arguments.defaults)) + list(arguments.defaults)
+        defaults += list(arguments.kw_defaults)
+        method = klass is not None and not any(last_name(d) == "staticmethod" for d in function.decorator_list)
+        forward = method and function.name == "forward"
+        for index, (param, default) in enumerate(zip(params + list(arguments.kwonlyargs), defaults)):
+            name = param.arg
+            annotated = self.ctx.text_of(param.annotation) if param.annotation is not None else ""
             tensor_annotation = "Tensor" in annotated and "[" not in annotated.replace("Optional[", "")
             if forward and tensor_annotation:
                 env[name] = Value(Place.MODULE, tensor=True)
                 tensor_params.append(name)
             elif annotated in {"int", "float", "bool", "str"}:
                 env[name] = PYTHON_SCALAR if annotated in {"int", "float"} else PYTHON
-            elif forward and index == 1 and not annotated and param in params and param.default is None:
+            elif forward and index == 1 and not annotated and index < len(params) and default is None:
                 # forward's input is on the module's device, whatever the device
                 env[name] = Value(Place.MODULE)
                 tensor_params.append(name)
-            elif param.default is not None and literal_string(param.default) is not None:
-                env[name] = Value(Place.PYTHON, device_spec=place_of_device_string(literal_string(param.default)))
+            elif default is not None and literal_string(default) is not None:
+                env[name] = Value(Place.PYTHON, device_spec=place_of_device_string(literal_string(default)))
             else:
                 env[name] = None
-        for star in (function.params.star_arg, function.params.star_kwarg):
-            if isinstance(star, cst.Param):
-                env[star.name.value] = None
+        for star in (arguments.vararg, arguments.kwarg):
+            if star is not None:
+                env[star.arg] = None
         scope = Scope(function, tuple(tensor_params), facts, tensor_function=bool(tensor_params))
         walk = FunctionWalk(self, scope)
-        if any(self.ctx.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in NO_GRAD_CONTEXTS for d in function.decorators):
+        if any(self.ctx.qualname(d.func if isinstance(d, ast.Call) else d) in NO_GRAD_CONTEXTS for d in function.decorator_list):
             walk.no_grad = 1
-        end = walk.suite(function.body, env)
+        end = walk.block(function.body, env)
         walk.final_env = join_envs([end, *walk.returns])
         return walk
 
-    def facts_for(self, klass: cst.ClassDef) -> ClassFacts:
+    def facts_for(self, klass: ast.ClassDef) -> ClassFacts:
         """What every method may assume about ``self.<attr>``: only attributes assigned in
         ``__init__`` and nowhere else in the file."""
         known = self.class_facts.get(id(klass))
         if known is not None:
             return known
-        methods = {s.name.value: s for s in block_statements(klass.body) if isinstance(s, cst.FunctionDef)}
-        module_like = klass.name.value in self.shape.module_classes or "forward" in methods
+        methods = {s.name: s for s in klass.body if isinstance(s, FUNCTION_TYPES)}
+        module_like = klass.name in self.shape.module_classes or "forward" in methods
         facts = ClassFacts(module_like)
         self.class_facts[id(klass)] = facts
         init = methods.get("__init__")
@@ -140,16 +199,10 @@ class FileAnalysis:
         return None
 
 
-_CACHE: "weakref.WeakKeyDictionary[FileContext, FileInference]" = weakref.WeakKeyDictionary()
-
-
-def infer(ctx: FileContext) -> FileInference:
-    """The file's device inference, computed once and shared by the TDV4xx rules."""
-    result = _CACHE.get(ctx)
-    if result is None:
-        result = FileAnalysis(ctx).run()
-        _CACHE[ctx] = result
-    return result
+def infer_tree(tree: ast.Module, source: str) -> FileInference:
+    """The device inference of one file, on CPython's tree: the TDV4xx rules and TDV601 read
+    it, and the first stage asks it whether they have anything to report."""
+    return FileAnalysis(SourceContext(tree, source)).run()
 
 
 def value_at(env: Env, key: str, scope: Scope) -> Optional[Value]:

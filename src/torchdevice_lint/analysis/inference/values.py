@@ -3,11 +3,11 @@ CPU, plain Python), joins of values and environments, and the events the rules r
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..lazycst import cst
 
 MAX_LOOP_PASSES = 3
 #: Environment entries kept for factory sites in one file (each site keeps a copy of its
@@ -70,7 +70,7 @@ LIST = Value(Place.LIST)
 class Scope:
     """What the analysis knows about the function being walked."""
 
-    node: cst.CSTNode  # FunctionDef or Module
+    node: ast.AST  # FunctionDef or Module
     #: Tensor parameters, in order: their values are on the module's device.
     tensor_params: Tuple[str, ...] = ()
     class_facts: Optional["ClassFacts"] = None
@@ -80,7 +80,7 @@ class Scope:
 
 @dataclass(frozen=True)
 class NumpyCall:
-    call: cst.Call
+    call: ast.Call
     receiver: Value
 
 
@@ -95,7 +95,7 @@ class Operand:
 class Mix:
     """An operation combining a device-side operand with a non-0-dim CPU operand."""
 
-    node: cst.CSTNode
+    node: ast.AST
     device_side: Operand
     cpu_sides: Tuple[Operand, ...]
     #: Other device-side tensors of the operation whose names could spell the device.
@@ -115,7 +115,18 @@ class FileInference:
     recorded_entries: int = 0
     #: Calls that make a float64 tensor on a device (``.double()`` of a device tensor, a
     #: factory with ``dtype=torch.float64`` on one, ``.to(device, torch.float64)``): TDV601.
-    float64_calls: List[cst.Call] = field(default_factory=list)
+    float64_calls: List[ast.Call] = field(default_factory=list)
+    #: id(ast node) -> the LibCST node at its place, once a rule asked (``located.py``).
+    located: Optional[Dict[int, object]] = None
+
+    def reported_nodes(self) -> List[ast.AST]:
+        """Every node a rule may report or fix: events, and the factories of their CPU sides."""
+        nodes: List[ast.AST] = [event.call for event in self.numpy_calls] + list(self.float64_calls)
+        for mix in self.mixes:
+            nodes.append(mix.node)
+            for side in mix.cpu_sides:
+                nodes.extend(side.value.origins or ())
+        return nodes
 
 
 @dataclass

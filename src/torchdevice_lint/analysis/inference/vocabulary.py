@@ -3,9 +3,9 @@ a value's device, and small readers of call arguments."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import ast
+from typing import Optional, Sequence
 
-from ..lazycst import cst
 from .values import Place, Rank
 
 # -- vocabulary -------------------------------------------------------------------------------
@@ -71,16 +71,9 @@ DEFAULT_DEVICE_SETTERS = ("set_default_device", "set_default_tensor_type")
 MOVING_METHODS = {"to", "cuda", "cpu"}
 #: Class methods that change how ``.to()`` treats attributes.
 MOVE_OVERRIDES = {"_apply", "to", "cuda", "cpu", "_load_from_state_dict"}
-#: LibCST operator node names (names, not classes: this module is imported before LibCST is).
-OPERATORS = {
-    "Add", "Subtract", "Multiply", "Divide", "FloorDivide", "Modulo", "Power",
-    "BitAnd", "BitOr", "BitXor", "LeftShift", "RightShift",
-}
-AUG_OPERATORS = {
-    "AddAssign", "SubtractAssign", "MultiplyAssign", "DivideAssign", "FloorDivideAssign",
-    "ModuloAssign", "PowerAssign", "BitAndAssign", "BitOrAssign", "BitXorAssign",
-    "MatrixMultiplyAssign",
-}
+#: ``ast`` operators of arithmetic, and of augmented assignments, that combine tensors.
+OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+AUG_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.MatMult)
 FUNCTIONAL_TENSOR_KEYWORDS = {"weight", "bias", "target", "pos_weight"}
 RECURRENT_MODULES = {"RNN", "LSTM", "GRU"}
 SCALAR_BUILTINS = {"len", "int", "float", "round", "abs"}
@@ -91,25 +84,7 @@ KEEPING_METHODS = (
     MOVING_METHODS | MODULE_KEEPING_METHODS | PYTHON_METHODS | ELEMENTWISE_UNARY | ARRAY_SHAPING
     | SAME_DEVICE_OTHER | TENSOR_METHOD_COMBINERS | NEW_FACTORIES | {"numpy", "type_as"}
 )
-COMPARISONS = {"LessThan", "GreaterThan", "LessThanEqual", "GreaterThanEqual", "Equal", "NotEqual"}
-
-
-def keyword_argument(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def positional_args(call: cst.Call) -> List[cst.Arg]:
-    return [arg for arg in call.args if arg.keyword is None and not arg.star]
-
-
-def literal_string(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
+COMPARISONS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 
 
 def place_of_device_string(text: str) -> Optional[Place]:
@@ -128,22 +103,14 @@ def names_a_device(name: str) -> bool:
     return "device" in lowered or "dev" in parts or "gpu" in parts or lowered.endswith("rank") or "cuda" in parts
 
 
-def is_literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation):
-        return is_literal(node.expression)
-    return isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)) or (
-        isinstance(node, cst.Name) and node.value in {"True", "False"}
-    )
-
-
-def size_rank(args: Sequence[cst.Arg]) -> Rank:
+def size_rank(args: Sequence[ast.expr]) -> Rank:
     """Rank of a tensor whose size is given by these arguments (``zeros(2, 3)``, ``zeros(())``)."""
-    if not args or any(arg.star for arg in args):
+    if not args or any(isinstance(arg, ast.Starred) for arg in args):
         return Rank.UNKNOWN
     if len(args) == 1:
-        only = args[0].value
-        if isinstance(only, (cst.Tuple, cst.List)):
-            return Rank.ARRAY if only.elements else Rank.SCALAR
+        only = args[0]
+        if isinstance(only, (ast.Tuple, ast.List)):
+            return Rank.ARRAY if only.elts else Rank.SCALAR
     return Rank.ARRAY
 
 
@@ -162,12 +129,11 @@ PARAMETERLESS_MODULES = {
 LOSS_WEIGHT_KEYWORDS = {"weight", "pos_weight"}
 
 
-def is_parameterless_module(leaf: str, call: cst.Call) -> bool:
-    """``nn.ReLU()``, ``nn.CrossEntropyLoss()``: no parameters or buffers to place."""
+def is_parameterless_module(leaf: str, keywords: Sequence[Optional[str]]) -> bool:
+    """``nn.ReLU()``, ``nn.CrossEntropyLoss()``: no parameters or buffers to place.
+    ``keywords`` names the call's arguments, None for a positional one."""
     if leaf in PARAMETERLESS_MODULES:
         return True
     if leaf.endswith("Loss"):
-        return not any(
-            arg.keyword is None or arg.keyword.value in LOSS_WEIGHT_KEYWORDS for arg in call.args
-        )
+        return not any(keyword is None or keyword in LOSS_WEIGHT_KEYWORDS for keyword in keywords)
     return False

@@ -1,0 +1,37 @@
+"""The inference's findings in the LibCST tree the rules report and fix on.
+
+The inference runs on CPython's tree in the first stage (``file.py``); a file whose inference
+finds something is then parsed with LibCST, and each node an event names is found there by
+kind and position (``positions.cst_nodes_at``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+from ..pyparse import compile_python
+from .file import infer_tree
+from .values import FileInference
+
+if TYPE_CHECKING:
+    from ..context import FileContext
+    from ..lazycst import cst
+
+
+def infer(ctx: "FileContext") -> FileInference:
+    """The file's inference: the first stage's, or computed here when the engine ran without
+    it (one CPython parse)."""
+    if ctx.inference is None:
+        ctx.inference = infer_tree(compile_python(ctx.source), ctx.source)
+    return ctx.inference
+
+
+def cst_node(ctx: "FileContext", node: ast.AST) -> Optional["cst.CSTNode"]:
+    """The LibCST node standing where ``node`` stands in ``ctx.module``."""
+    inference = infer(ctx)
+    if inference.located is None:
+        from ..positions import cst_nodes_at
+
+        inference.located = cst_nodes_at(ctx.module, ctx.source, inference.reported_nodes())
+    return inference.located.get(id(node))
