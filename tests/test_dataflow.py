@@ -113,3 +113,31 @@ def test_factory_shared_by_two_operations_is_reported_once():
         "        pos = torch.arange(4)\n        return x + pos, x * pos\n"
     )
     assert codes(source) == ["TDV403"]
+
+
+def findings(source):
+    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    result = engine.check_source("t.py", source)
+    assert result.error is None
+    return [(f.code, f.location.row, f.location.column, f.end_location.row, f.end_location.column) for f in result.findings]
+
+
+# The inference runs on CPython's tree; the rules report on LibCST's, found by kind and range.
+def test_findings_after_non_ascii_text_are_placed_in_characters():
+    source = 'import torch\nlabel = "é"; x = torch.ones(3).cuda(); y = x + torch.ones(3)  # 温度\nprint(x.numpy())\n'
+    assert findings(source) == [("TDV402", 2, 44, 2, 61), ("TDV401", 3, 7, 3, 16)]
+
+
+def test_parenthesised_and_multi_line_operations_are_found():
+    source = (
+        "import torch\n\ndef f(x):\n    x = x.cuda()\n    return ((x\n            + torch.ones(\n                3)))\n"
+    )
+    assert findings(source) == [("TDV402", 5, 14, 7, 19)]
+    assert "torch.ones(\n                3, device=x.device)" in fixed(source)
+
+
+def test_first_stage_skips_libcst_when_the_inference_finds_nothing():
+    source = "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return x + torch.ones(3, device=x.device)\n"
+    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    assert engine.rules_for("t.py", source) == []
+    assert engine.rules_for("t.py", source.replace(", device=x.device", "")) == [rule_by_code("TDV403")]
