@@ -333,9 +333,8 @@ class MixedDeviceOperation(Rule):
             return display_only(self, "Move the arguments to the module's device before the call")
         factories = _factories(mix)
         expression = _fix_device(self, mix, factories) if factories is not None else None
-        if expression is None:
-            return display_only(self, "Move the CPU tensor to the other tensor's device with `.to(...)`")
-        fix = _located_fix(self, factories, _device_keyword(expression), f"Pass `device={expression}` to the factory")
+        message = f"Pass `device={expression}` to the factory"
+        fix = _located_fix(self, factories, _device_keyword(expression), message) if expression is not None else None
         return fix or display_only(self, "Move the CPU tensor to the other tensor's device with `.to(...)`")
 
 
