@@ -5,8 +5,10 @@ LibCST's parse costs about ten times ``ast.parse`` and most files have no findin
 parsed once with ``compile(..., PyCF_ONLY_AST)`` (``pyparse.py``), which also words syntax errors
 the way Python does and refuses nesting LibCST cannot survive. One walk of that tree collects the
 file's ``Facts`` and refuses a tree deeper than ``pyparse.MAX_DEPTH``. Each rule declares
-``triggers``: what a file must contain for the rule to fire, stated over those facts. A rule whose triggers are absent does not run, and a file no
-enabled rule can fire on is never parsed with LibCST.
+``triggers``: what a file must contain for the rule to fire, stated over those facts. A rule
+whose triggers are absent does not run, and a file no enabled rule can fire on is never parsed
+with LibCST. The rules that read the device inference (TDV4xx, TDV601) add ``Inferred``: the
+inference itself runs on this tree, and only a file where it finds something goes on.
 
 Triggers must over-approximate what a rule's visitors can report: tests/test_prefilter.py
 checks every rule example and the real files with findings.
