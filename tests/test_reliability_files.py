@@ -277,7 +277,9 @@ def test_sigint_during_a_write_is_held_until_the_file_is_complete(tmp_path, monk
     real_fsync = os.fsync
 
     def interrupted_fsync(descriptor):
-        os.kill(os.getpid(), signal.SIGINT)
+        # raise_signal delivers to this thread before it returns; os.kill may reach another
+        # thread of the test process, and the handler then runs after the write is done
+        signal.raise_signal(signal.SIGINT)
         real_fsync(descriptor)
 
     monkeypatch.setattr(sources.os, "fsync", interrupted_fsync)
