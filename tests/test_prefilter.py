@@ -110,6 +110,28 @@ def test_facts_see_through_import_aliases():
     assert not rule.triggers.matches(parse_facts("import numba\nnumba.synchronize()\n"))
 
 
+TDV104 = next(rule for rule in RULES if rule.code == "TDV104")
+
+
+@pytest.mark.parametrize(
+    "code, reported",
+    [
+        ("import torch\nx = x.to(device)\ngpu = torch.device('cuda')\n", False),
+        ("import torch\nx = x.to(True)\n", False),  # a bool is no integer, to ast or LibCST
+        ("import torch\nx = torch.ones(2, device=Rank.device)\ny = count(0)\n", False),
+        ("import torch\nx = x.to(0)\n", True),
+        ("import torch\nx = x.to(args.local_rank)\n", True),
+        ("import torch\nx = torch.ones(2, device=rank)\n", True),
+        ("import torch\ngpu = torch.device(gpu_id)\n", True),
+        ("from torch import device as dev\ngpu = dev(0)\n", True),
+        ("import torch\nx = x.to(*moves, GPU)\n", True),
+    ],
+)
+def test_tdv104_passes_the_first_stage_where_it_reports_and_nowhere_else(code, reported):
+    assert TDV104.triggers.matches(parse_facts(code)) == reported
+    assert ("TDV104" in run_unfiltered("example.py", code)[0]) == reported
+
+
 def test_a_file_no_rule_can_fire_on_is_not_parsed_with_libcst():
     engine = Engine()
     result = engine.check_source("plain.py", "import json\n\ndef load(path):\n    return json.load(open(path))\n")

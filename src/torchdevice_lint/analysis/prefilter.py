@@ -18,12 +18,18 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Optional, Set, Tuple
+from itertools import product
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
     from .inference import FileInference
+
+
+#: The shape of an integer literal in ``Facts.first_arguments`` and ``Facts.keyword_values``
+#: (``True`` is a ``bool``, not one); any other shape is a lowercased name.
+INTEGER = "<int>"
 
 
 @dataclass
@@ -40,6 +46,14 @@ class Facts:
     strings: Set[str] = field(default_factory=set)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
+    #: (last name of the called expression, shape of its first positional argument) for every
+    #: call whose first positional argument is an integer literal (``INTEGER``), a name or an
+    #: attribute (its last name, lowercased): ``("to", "local_rank")`` for ``x.to(args.local_rank)``.
+    first_arguments: Set[Tuple[str, str]] = field(default_factory=set)
+    #: (keyword, shape of its value) for every keyword argument, shaped the same way.
+    keyword_values: Set[Tuple[str, str]] = field(default_factory=set)
+    #: Local name -> last part of the imported name, for every ``import ... as`` alias.
+    renames: Dict[str, str] = field(default_factory=dict)
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
     #: The tree, for the device inference (``Inferred``).
@@ -68,7 +82,8 @@ def _collect(tree: ast.AST, source: str) -> Facts:
     identifiers, calls, keywords, strings, bases = (
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
-    Name, Attribute, Call, Constant = ast.Name, ast.Attribute, ast.Call, ast.Constant
+    first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
+    Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     children = ast.iter_child_nodes
     level = [tree]
     for _ in range(MAX_DEPTH):
@@ -86,17 +101,26 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                     strings.add(node.value)
             elif kind is Call:
                 func = node.func
-                if type(func) is Attribute:
-                    calls.add(func.attr)
-                elif type(func) is Name:
-                    calls.add(func.id)
+                called = func.attr if type(func) is Attribute else func.id if type(func) is Name else None
+                if called is not None:
+                    calls.add(called)
+                    for argument in node.args:
+                        if type(argument) is not Starred:
+                            shape = _shape(argument)
+                            if shape is not None:
+                                first_arguments.add((called, shape))
+                            break
                 for keyword in node.keywords:
                     if keyword.arg is not None:
                         keywords.add(keyword.arg)
+                        shape = _shape(keyword.value)
+                        if shape is not None:
+                            keyword_values.add((keyword.arg, shape))
             elif kind is ast.alias:
                 identifiers.update(node.name.split("."))
                 if node.asname:
                     identifiers.add(node.asname)
+                    facts.renames[node.asname] = node.name.rpartition(".")[2]
             elif kind is ast.ImportFrom:
                 if node.module:
                     identifiers.update(node.module.split("."))
@@ -113,6 +137,18 @@ def _collect(tree: ast.AST, source: str) -> Facts:
             return facts
         level = below
     raise Unparsable(TOO_DEEP)
+
+
+def _shape(node: ast.expr) -> Optional[str]:
+    """``INTEGER``, a name's or attribute's last name lowercased, or None for anything else."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id.lower()
+    if kind is ast.Attribute:
+        return node.attr.lower()
+    if kind is ast.Constant and type(node.value) is int:
+        return INTEGER
+    return None
 
 
 class Trigger:
@@ -170,6 +206,29 @@ class Triggers(Trigger):
         if self.bases and any(base.endswith(self.bases) for base in facts.bases):
             return True
         return any(text in facts.source for text in self.text)
+
+
+class Arguments(Trigger):
+    """A call given one of ``values`` (``INTEGER``, or a last name, compared lowercased): as
+    the first positional argument of a call whose function ends in one of ``calls`` (or is a
+    name imported as one: ``from torch import device as dev``), or as a ``keywords`` value.
+    ``Arguments(INDEX_NAMES, calls="to")`` matches ``x.to(args.local_rank)``."""
+
+    def __init__(self, values, calls=(), keywords=()) -> None:
+        self.values = frozenset(value.lower() for value in _frozen(values))
+        self.calls = _frozen(calls)
+        self.keywords = _frozen(keywords)
+        self._first = frozenset(product(self.calls, self.values))
+        self._keyword = frozenset(product(self.keywords, self.values))
+
+    def __repr__(self) -> str:
+        return f"Arguments(values={sorted(self.values)}, calls={sorted(self.calls)}, keywords={sorted(self.keywords)})"
+
+    def matches(self, facts: Facts) -> bool:
+        if not self._first.isdisjoint(facts.first_arguments) or not self._keyword.isdisjoint(facts.keyword_values):
+            return True
+        renamed = [local for local, name in facts.renames.items() if name in self.calls]
+        return any((local, value) in facts.first_arguments for local in renamed for value in self.values)
 
 
 @dataclass(frozen=True)

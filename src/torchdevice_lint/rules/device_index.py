@@ -12,7 +12,7 @@ from typing import Optional
 
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import INTEGER, Arguments
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import last_name, source_of
 from .common import availability_check, method_name, positional
@@ -54,7 +54,8 @@ class HardcodedDeviceIndex(Rule):
         '`.to(rank if torch.accelerator.is_available() else "cpu")` for target torch 2.6 and '
         "later, `torch.cuda.is_available()` below (a Mac then runs on the CPU)."
     )
-    triggers = Triggers(names="torch.device", keywords="device", calls="to")
+    # what ``_device_argument`` and ``integer_device`` look at, as the first stage sees it
+    triggers = Arguments(INDEX_NAMES | {INTEGER}, calls=("device", "to"), keywords="device")
     valid = (
         Valid('import torch\nx = torch.ones(2).to("cpu")\ny = x.to(torch.float16)\n'),
         Valid("import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).to(0)\n"),
