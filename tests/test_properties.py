@@ -1,8 +1,8 @@
 """Properties of check and fix over generated programs.
 
 ``strategies.programs()`` builds PyTorch code full of hazards; hypothesmith builds arbitrary
-valid Python, which almost never contains one, so its programs get the rules' trigger words in a
-comment (every rule then visits the whole random tree) or are glued to a hazard program.
+valid Python, which almost never contains one, so its programs are also checked with every rule
+and no first stage (every rule then visits the whole random tree) or are glued to a hazard program.
 
 Profiles: the default ``ci`` keeps the whole module to a few tens of seconds;
 ``HYPOTHESIS_PROFILE=thorough`` runs many more examples.
@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 from strategies import programs
 
 from bench.reliability import replay_fix, stray_hunks
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.analysis.batched import analyze_module
 from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.analysis.prefilter import parse_facts
 from torchdevice_lint.analysis.pyparse import Unparsable
@@ -34,6 +36,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ENGINE = Engine(Settings())
 OPT_IN_ENGINE = Engine(Settings(select=("ALL",), extend_select=("TDV9",)))
+#: A comment naming the rules' vocabulary: only TDV900 reads comments, the first stage reads code.
 TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
 BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
 
@@ -98,6 +101,12 @@ def test_check_never_raises_on_random_programs(source):
     for engine in (ENGINE, OPT_IN_ENGINE):
         result = engine.check_source("random.py", source + TRIGGERS, with_edits=True)
         assert result.error is None or "nested too deeply" in result.error.message
+    # the first stage rules most random programs out: every rule also walks the whole tree
+    try:
+        parse_facts(source)  # CPython takes it and it is not too deep for LibCST
+        analyze_module("random.py", source, all_rules(), OPT_IN_ENGINE.settings)
+    except Unparsable:
+        pass  # grammar newer than LibCST's
 
 
 @given(programs(), random_programs())
