@@ -1,8 +1,14 @@
 """The device inference behind TDV401-403, beyond the rules' own examples: what it must not
 report (precision first) and the corner cases of its joins, loops and fixes."""
 
+import ast
+
+import libcst as cst
 import pytest
 
+from torchdevice_lint.analysis.inference import infer_tree
+from torchdevice_lint.analysis.positions import cst_nodes_at
+from torchdevice_lint.analysis.pyparse import compile_python
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.analysis.fixer import fix_source
@@ -141,3 +147,30 @@ def test_first_stage_skips_libcst_when_the_inference_finds_nothing():
     engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     assert engine.rules_for("t.py", source) == []
     assert engine.rules_for("t.py", source.replace(", device=x.device", "")) == [rule_by_code("TDV403")]
+
+
+def _unlocated(source):
+    """Nodes the inference reports that ``cst_nodes_at`` does not find in LibCST's tree."""
+    inference = infer_tree(compile_python(source), source)
+    nodes = inference.reported_nodes()
+    located = cst_nodes_at(cst.parse_module(source), source, nodes)
+    return [ast.dump(node)[:80] for node in nodes if id(node) not in located]
+
+
+INFERENCE_RULES = [rule_by_code(code) for code in ("TDV401", "TDV402", "TDV403", "TDV601")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [example.code for rule in INFERENCE_RULES for example in (*rule.valid, *rule.invalid)]
+    + [
+        # a form feed is no line break for either parser; a semicolon joins two statements
+        "import torch\n\x0c\nx = torch.ones(3).cuda(); y = x + torch.ones(3)\n",
+        # decorators, a comment and a string with a line break inside the statement
+        'import torch\n\n@decorate\ndef f(x):\n    x = x.cuda()  # é\n    s = """a\nb"""\n    x += torch.ones(3)\n    return x.numpy()\n',
+        # the same operation twice on one line, and one without a trailing newline
+        "import torch\nx = torch.ones(2).cuda()\ny, z = x + torch.ones(2), x + torch.ones(2)\nx.numpy()",
+    ],
+)
+def test_every_node_the_inference_reports_is_found_in_the_libcst_tree(source):
+    assert _unlocated(source) == []
