@@ -132,6 +132,27 @@ def test_tdv104_passes_the_first_stage_where_it_reports_and_nowhere_else(code, r
     assert ("TDV104" in run_unfiltered("example.py", code)[0]) == reported
 
 
+TDV105 = next(rule for rule in RULES if rule.code == "TDV105")
+
+
+@pytest.mark.parametrize(
+    "code, reported",
+    [
+        # comparisons only ask where a tensor is: diffusers does this in most files
+        ('import torch\nif x.device.type == "mps":\n    y = 1\nok = backend in ("mps", "xpu")\n', False),
+        ('import torch\nx = x.to("mps")\n', True),
+        ('import torch\ndevice = "mps" if fast else "cpu"\n', True),
+        ('import torch\n\ndef f(x, device="xpu:0"):\n    return x\n', True),
+        ('import torch\ntorch.set_default_device("mps")\n', True),
+        ('import torch\nx = torch.ones(2, device=f"xpu:{rank}")\n', True),
+        ("import torch\nx = x.npu()\n", True),
+    ],
+)
+def test_tdv105_passes_the_first_stage_where_it_reports_and_nowhere_else(code, reported):
+    assert TDV105.triggers.matches(parse_facts(code)) == reported
+    assert ("TDV105" in run_unfiltered("example.py", code)[0]) == reported
+
+
 def test_a_file_no_rule_can_fire_on_is_not_parsed_with_libcst():
     engine = Engine()
     result = engine.check_source("plain.py", "import json\n\ndef load(path):\n    return json.load(open(path))\n")

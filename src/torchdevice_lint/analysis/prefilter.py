@@ -44,6 +44,10 @@ class Facts:
     keywords: Set[str] = field(default_factory=set)
     #: Every ``str`` constant, including the literal parts of f-strings.
     strings: Set[str] = field(default_factory=set)
+    #: The strings (an f-string: its leading text) passed as an argument, assigned, or given as
+    #: a parameter default, directly or as an arm of a conditional expression: where a device
+    #: literal does something (not a comparison's ``device.type == "mps"``).
+    placed_strings: Set[str] = field(default_factory=set)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
     #: (last name of the called expression, shape of its first positional argument) for every
@@ -83,6 +87,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
+    place = facts.placed_strings.update
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     children = ast.iter_child_nodes
     level = [tree]
@@ -110,7 +115,10 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                             if shape is not None:
                                 first_arguments.add((called, shape))
                             break
+                for argument in node.args:
+                    place(_strings_of(argument.value if type(argument) is Starred else argument))
                 for keyword in node.keywords:
+                    place(_strings_of(keyword.value))
                     if keyword.arg is not None:
                         keywords.add(keyword.arg)
                         shape = _shape(keyword.value)
@@ -124,8 +132,14 @@ def _collect(tree: ast.AST, source: str) -> Facts:
             elif kind is ast.ImportFrom:
                 if node.module:
                     identifiers.update(node.module.split("."))
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                identifiers.add(node.name)
+            elif kind is ast.Assign or (kind is ast.AnnAssign and node.value is not None):
+                place(_strings_of(node.value))
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
+                for default in (*node.args.defaults, *node.args.kw_defaults):
+                    if default is not None:
+                        place(_strings_of(default))
+                if kind is not ast.Lambda:
+                    identifiers.add(node.name)
             elif kind is ast.ClassDef:
                 identifiers.add(node.name)
                 for base in node.bases:
@@ -137,6 +151,19 @@ def _collect(tree: ast.AST, source: str) -> Facts:
             return facts
         level = below
     raise Unparsable(TOO_DEEP)
+
+
+def _strings_of(node: ast.expr) -> Tuple[str, ...]:
+    """The string a value is, or the strings its conditional expression's arms are."""
+    kind = type(node)
+    if kind is ast.IfExp:
+        return _strings_of(node.body) + _strings_of(node.orelse)
+    if kind is ast.Constant:
+        return (node.value,) if type(node.value) is str else ()
+    if kind is ast.JoinedStr and node.values:
+        head = node.values[0]
+        return (head.value,) if type(head) is ast.Constant and type(head.value) is str else ()
+    return ()
 
 
 def _shape(node: ast.expr) -> Optional[str]:
@@ -177,21 +204,23 @@ class Triggers(Trigger):
     ``calls``: a call whose function ends in this name (``.cuda(...)``).
     ``keywords``: a call with this keyword argument.
     ``strings``: a string literal (or an f-string's literal text) starting with this.
+    ``placed_strings``: the same, among ``Facts.placed_strings`` (passed, assigned or defaulted).
     ``bases``: a class with a base whose last name ends with this.
     ``text``: this anywhere in the file's text, comments included.
     """
 
-    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=(), text=()) -> None:
+    def __init__(self, names=(), calls=(), keywords=(), strings=(), placed_strings=(), bases=(), text=()) -> None:
         self.names = _frozen(names)
         self.calls = _frozen(calls)
         self.keywords = _frozen(keywords)
         self.strings = tuple(sorted(_frozen(strings)))
+        self.placed_strings = tuple(sorted(_frozen(placed_strings)))
         self.bases = tuple(sorted(_frozen(bases)))
         self.text = tuple(sorted(_frozen(text)))
         self._dotted = tuple(tuple(name.split(".")) for name in sorted(self.names))
 
     def __repr__(self) -> str:
-        fields = ("names", "calls", "keywords", "strings", "bases", "text")
+        fields = ("names", "calls", "keywords", "strings", "placed_strings", "bases", "text")
         shown = ", ".join(f"{name}={sorted(getattr(self, name))}" for name in fields if getattr(self, name))
         return f"Triggers({shown})"
 
@@ -202,6 +231,8 @@ class Triggers(Trigger):
         if not self.calls.isdisjoint(facts.calls) or not self.keywords.isdisjoint(facts.keywords):
             return True
         if self.strings and any(text.startswith(self.strings) for text in facts.strings):
+            return True
+        if self.placed_strings and any(text.startswith(self.placed_strings) for text in facts.placed_strings):
             return True
         if self.bases and any(base.endswith(self.bases) for base in facts.bases):
             return True

@@ -66,7 +66,7 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         '`hasattr(torch, "npu") and torch.npu.is_available()`...). XLA has no check in torch '
         "itself: its literals get a suggestion only."
     )
-    triggers = Triggers(calls=DEVICE_METHODS, strings=tuple(OTHER_BACKENDS))
+    triggers = Triggers(calls=DEVICE_METHODS, placed_strings=tuple(OTHER_BACKENDS))
     valid = (
         Valid('import torch\ndevice = torch.device("mps" if torch.backends.mps.is_available() else "cpu")\n'),
         Valid(
