@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from .context import Analysis, RawFinding
-    from .inference import FileInference
 
 
 class Engine:
