@@ -13,7 +13,7 @@ from ..analysis.fixes import Applicability
 from ..analysis.guards import OTHER_BACKENDS, backend_of_device_string
 from ..analysis.lazycst import cst
 from ..analysis.prefilter import Triggers
-from ..analysis.rule import Invalid, Rule, Valid
+from ..analysis.rule import Invalid, Valid
 from ..analysis.syntax import string_value
 from .common import availability_check, method_name
 from .placement import HardcodedCudaDevice, report_device_method
