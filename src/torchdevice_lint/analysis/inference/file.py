@@ -9,9 +9,10 @@ unless both sides agree, loops iterate to a fixed point, and calls that could mo
 forget what was known about it.
 
 The result of a file's analysis is a list of events (``.numpy()`` on a device tensor, an
-operation mixing a device tensor with a non-0-dim CPU tensor) that the rules in
-``dataflow.py`` turn into findings and fixes. It is computed once per file and shared by the
-three rules.
+operation mixing a device tensor with a non-0-dim CPU tensor, a float64 tensor made on a
+device) that the rules in ``dataflow.py`` and ``dtypes.py`` turn into findings and fixes. It
+reads CPython's ``ast``: the first stage runs it once per file (``prefilter.Inferred``), and
+only a file where it finds something is parsed with LibCST for those rules (``located.py``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import ast
 from functools import lru_cache
 from typing import Dict, List, Optional
 
+from ..lines import physical_lines
 from .calls import CallWalk
 from .expressions import ExpressionWalk
-from ..lines import physical_lines
 from .nodes import file_aliases, last_name, literal_string
 from .shape import FUNCTION_TYPES, Function, ShapeWalker
 from .statements import StatementWalk
@@ -57,12 +58,12 @@ class SourceContext:
         """The node's source, as ``ast.get_source_segment`` (which splits the whole file at
         every call) gives it."""
         if self._lines is None:
-            self._lines = [line.encode("utf-8") for line in physical_lines(self.source, keepends=True)]
+            self._lines = [line.encode("utf-8", "surrogatepass") for line in physical_lines(self.source, keepends=True)]
         first, last = node.lineno - 1, node.end_lineno - 1
         if first == last:
-            return self._lines[first][node.col_offset:node.end_col_offset].decode("utf-8")
+            return self._lines[first][node.col_offset:node.end_col_offset].decode("utf-8", "surrogatepass")
         pieces = [self._lines[first][node.col_offset:], *self._lines[first + 1:last], self._lines[last][:node.end_col_offset]]
-        return b"".join(pieces).decode("utf-8")
+        return b"".join(pieces).decode("utf-8", "surrogatepass")
 
 
 @lru_cache(maxsize=256)
