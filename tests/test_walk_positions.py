@@ -1,12 +1,13 @@
 """The engine's cheap walk and positions must equal LibCST's ``visit`` and ``PositionProvider``."""
 
+import ast
 from pathlib import Path
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from torchdevice_lint.analysis.positions import node_positions, statement_positions
+from torchdevice_lint.analysis.positions import node_positions, statement_first_lines, statement_positions
 from torchdevice_lint.analysis.walk import TRIVIA_TYPES, nodes_of, walk
 
 SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
@@ -93,6 +94,17 @@ def test_positions_of_chosen_statements_equal_position_provider():
     expected_nodes = [n for statement in chosen for n in _subtree(statement)]
     assert expected_nodes and all(positions[n] == reference[n] for n in expected_nodes)
     assert all(positions[n] == reference[n] for n in positions)
+
+
+def test_statements_placed_by_cpythons_tree_get_the_same_positions():
+    # comments and blank lines before statements, decorators, a ``;`` line, a header comment
+    source = "# header\n\n" + SAMPLE + "\n# before\n\n@first\n# between\n@second\ndef f():\n    pass\na = 1; b = 2; c = 3\n"
+    module = cst.parse_module(source)
+    reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    first_lines = statement_first_lines(module, ast.parse(source))
+    positions = statement_positions(module, module.body, first_lines)
+    assert len(positions) > 1000 and all(positions[n] == reference[n] for n in positions)
+    assert statement_first_lines(module, ast.parse("x = 1\n")) is None  # another file's tree
 
 
 def test_nodes_reported_away_from_their_statement_still_get_positions():

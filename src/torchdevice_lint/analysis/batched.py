@@ -8,6 +8,7 @@ ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>
 
 from __future__ import annotations
 
+import ast
 from collections import defaultdict
 from typing import Dict, Optional, Sequence, Type, Union
 
@@ -16,7 +17,7 @@ import libcst as cst
 from . import guards, noqa
 from .context import Analysis, FileContext
 from .inference import FileInference
-from .positions import node_positions
+from .positions import node_positions, statement_first_lines
 from .pyparse import Unparsable
 from .rule import Rule
 from .settings import Settings
@@ -202,9 +203,11 @@ def analyze_module(
     settings: Settings,
     module: Optional[cst.Module] = None,
     inference: Optional[FileInference] = None,
+    tree: Optional[ast.Module] = None,
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
-    stage's device inference of the file, if it ran. Raises ``Unparsable``."""
+    stage's device inference of the file, if it ran, and ``tree`` its CPython tree, which
+    places the statements holding findings. Raises ``Unparsable``."""
     if module is None:
         try:
             module = cst.parse_module(source)
@@ -228,7 +231,8 @@ def analyze_module(
     findings = ctx.findings
     suppressions = noqa.LineSuppressions(source)
     if findings:
-        positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings])
+        first_lines = statement_first_lines(module, tree) if tree is not None else None
+        positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings], first_lines)
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
     unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
     unused = suppressions.unused(source) if unused_rule else []

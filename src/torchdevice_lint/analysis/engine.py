@@ -65,7 +65,7 @@ class Engine:
             return None
         from .batched import analyze_module  # LibCST, for the files that need it
 
-        return analyze_module(path, source, rule_classes, self.settings, module, facts.inference)
+        return analyze_module(path, source, rule_classes, self.settings, module, facts.inference, facts.tree)
 
     def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:
         """The file's findings or error. The cyclic garbage collector waits until the file is

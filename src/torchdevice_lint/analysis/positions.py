@@ -4,14 +4,15 @@
 position bookkeeping on every token and node: about twice the parse of the file. A finding needs
 the positions of one node, and every top-level statement starts at column 0 on a known line, so
 only the statements that contain findings are generated with bookkeeping (LibCST's own
-``PositionProvidingCodegenState``, so the ranges are exactly ``PositionProvider``'s); the
-statements before them are generated plainly, just to count their lines, and the statements
-after the last one are not generated at all.
+``PositionProvidingCodegenState``, so the ranges are exactly ``PositionProvider``'s). The line
+each of those statements starts on is read from CPython's tree of the file when there is one
+(``statement_first_lines``), else counted by generating the statements before them plainly; the
+statements after the last one are not generated at all.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, Iterable, List, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -48,9 +49,12 @@ def _line_breaks(text: str) -> int:
     return text.count("\n") + text.count("\r") - text.count("\r\n")
 
 
-def statement_positions(module: cst.Module, statements: Iterable[cst.CSTNode]) -> Dict[cst.CSTNode, CodeRange]:
+def statement_positions(
+    module: cst.Module, statements: Iterable[cst.CSTNode], first_lines: Optional[Dict[int, int]] = None
+) -> Dict[cst.CSTNode, CodeRange]:
     """``PositionProvider`` ranges of every node inside the given top-level statements of
-    ``module`` (other nodes are absent)."""
+    ``module`` (other nodes are absent). ``first_lines`` (``statement_first_lines``) tells
+    where each statement starts; without it the statements before are generated to count."""
     wanted = {id(statement) for statement in statements}
     positions = _Positions()
     counter = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -60,6 +64,8 @@ def statement_positions(module: cst.Module, statements: Iterable[cst.CSTNode]) -
     for statement in module.body:
         if not wanted:
             break
+        if first_lines is not None:
+            next_line = first_lines[id(statement)]
         if id(statement) in wanted:
             wanted.discard(id(statement))
             state = _FastPositionState(
@@ -70,15 +76,32 @@ def statement_positions(module: cst.Module, statements: Iterable[cst.CSTNode]) -
             )
             statement._codegen(state)
             next_line = state.line
-        else:
+        elif first_lines is None:
             counter.tokens.clear()
             statement._codegen(counter)
             next_line += _line_breaks("".join(counter.tokens))
     return positions._computed
 
 
+def statement_first_lines(module: cst.Module, tree: "ast.Module") -> Optional[Dict[int, int]]:
+    """id(top-level statement) -> the line its code starts on, blank and comment lines before
+    it included, read from CPython's tree of the same source (a ``;`` line is one LibCST
+    statement and several ``ast`` ones); None where the two do not pair up."""
+    first_lines: Dict[int, int] = {}
+    statements = tree.body
+    index = 0
+    for statement in module.body:
+        if index >= len(statements):
+            return None
+        first = statements[index]
+        code_line = min([first.lineno, *(decorator.lineno for decorator in getattr(first, "decorator_list", ()))])
+        first_lines[id(statement)] = code_line - len(statement.leading_lines)
+        index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    return first_lines if index == len(statements) else None
+
+
 def node_positions(
-    module: cst.Module, nodes: Sequence[Tuple[cst.CSTNode, cst.CSTNode]]
+    module: cst.Module, nodes: Sequence[Tuple[cst.CSTNode, cst.CSTNode]], first_lines: Optional[Dict[int, int]] = None
 ) -> Dict[cst.CSTNode, CodeRange]:
     """Ranges covering each ``(node, top-level statement holding it)``. A node reported after
     the walk left its statement (at the end of the module) comes with no such statement: the
@@ -88,7 +111,7 @@ def node_positions(
     unplaced = {id(node) for node, statement in nodes if id(statement) not in body}
     if unplaced:
         statements.extend(_statements_holding(module, unplaced))
-    return statement_positions(module, statements)
+    return statement_positions(module, statements, first_lines)
 
 
 class _Finder(cst.CSTVisitor):
