@@ -270,7 +270,16 @@ def test_write_source_refuses_a_stale_read(tmp_path):
     assert script.read_text() == "x = 2\n"
 
 
-def test_sigint_during_a_write_is_held_until_the_file_is_complete(tmp_path, monkeypatch):
+@pytest.fixture
+def default_sigint():
+    """SIGINT raising KeyboardInterrupt, as in a terminal: a shell's background job starts with
+    it ignored, and the tool rightly leaves an ignored signal ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_sigint_during_a_write_is_held_until_the_file_is_complete(tmp_path, monkeypatch, default_sigint):
     script = tmp_path / "a.py"
     script.write_text("x = 1\n")
     source = read_source(str(script))
@@ -289,7 +298,7 @@ def test_sigint_during_a_write_is_held_until_the_file_is_complete(tmp_path, monk
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
 
 
-def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, capsys, monkeypatch):
+def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, capsys, monkeypatch, default_sigint):
     paths = []
     for index in range(3):
         path = tmp_path / f"m{index}.py"
