@@ -95,6 +95,9 @@ class Engine:
         findings = [to_finding(path, raw, analysis, with_edits) for raw in analysis.findings]
         findings.extend(_unused_noqa_finding(path, rule, directive) for rule, directive in analysis.unused_noqa)
         result.findings = sorted(findings, key=position_key)
+        # The context's findings hold the rules, which hold the context: left so, that cycle
+        # keeps the trees alive until the cyclic collector runs (``walk.walk`` has the same note)
+        analysis.ctx.findings.clear()
         return result
 
 

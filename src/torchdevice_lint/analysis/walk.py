@@ -88,7 +88,13 @@ def walk(root: CSTNode, visitor: cst.CSTVisitor, skip: Collection[type] = ()) ->
                             visit(item)
         on_leave(node)
 
-    visit(root)
+    try:
+        visit(root)
+    finally:
+        # ``visit`` refers to itself through its closure: left so, that cycle keeps the visitor,
+        # and through it the tree and the file's context, alive until the cyclic collector runs
+        # (in flake8's process, which keeps much more alive, that cost as much as the analysis)
+        visit = None  # noqa: F841 - clears the closure's cell
 
 
 class _Collector:
