@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
+from .inference.nodes import fstring_head, literal_string
 from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
@@ -158,12 +159,8 @@ def _strings_of(node: ast.expr) -> Tuple[str, ...]:
     kind = type(node)
     if kind is ast.IfExp:
         return _strings_of(node.body) + _strings_of(node.orelse)
-    if kind is ast.Constant:
-        return (node.value,) if type(node.value) is str else ()
-    if kind is ast.JoinedStr and node.values:
-        head = node.values[0]
-        return (head.value,) if type(head) is ast.Constant and type(head.value) is str else ()
-    return ()
+    text = literal_string(node) if kind is ast.Constant else fstring_head(node) if kind is ast.JoinedStr else None
+    return () if text is None else (text,)
 
 
 def _shape(node: ast.expr) -> Optional[str]:
