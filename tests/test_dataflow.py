@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 
 from torchdevice_lint.analysis.inference import infer_tree
-from torchdevice_lint.analysis.positions import cst_nodes_at
+from torchdevice_lint.analysis.positions import cst_nodes_at, statement_first_lines
 from torchdevice_lint.analysis.pyparse import compile_python
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.engine import Engine
@@ -150,11 +150,16 @@ def test_first_stage_skips_libcst_when_the_inference_finds_nothing():
 
 
 def _unlocated(source):
-    """Nodes the inference reports that ``cst_nodes_at`` does not find in LibCST's tree."""
-    inference = infer_tree(compile_python(source), source)
-    nodes = inference.reported_nodes()
-    located = cst_nodes_at(cst.parse_module(source), source, nodes)
-    return [ast.dump(node)[:80] for node in nodes if id(node) not in located]
+    """Nodes the inference reports that ``cst_nodes_at`` does not find in LibCST's tree, with
+    the statements placed by CPython's tree and without (every statement generated)."""
+    tree = compile_python(source)
+    nodes = infer_tree(tree, source).reported_nodes()
+    module = cst.parse_module(source)
+    missing = []
+    for first_lines in (statement_first_lines(module, tree), None):
+        located = cst_nodes_at(module, source, nodes, first_lines)
+        missing += [ast.dump(node)[:80] for node in nodes if id(node) not in located]
+    return missing
 
 
 INFERENCE_RULES = [rule_by_code(code) for code in ("TDV401", "TDV402", "TDV403", "TDV601")]

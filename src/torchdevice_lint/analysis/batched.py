@@ -17,7 +17,7 @@ import libcst as cst
 from . import guards, noqa
 from .context import Analysis, FileContext
 from .inference import FileInference
-from .positions import node_positions, statement_first_lines
+from .positions import node_positions
 from .pyparse import Unparsable
 from .rule import Rule
 from .settings import Settings
@@ -206,15 +206,15 @@ def analyze_module(
     tree: Optional[ast.Module] = None,
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
-    stage's device inference of the file, if it ran, and ``tree`` its CPython tree, which
-    places the statements holding findings. Raises ``Unparsable``."""
+    stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again
+    when needed if not given). Raises ``Unparsable``."""
     if module is None:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
     ctx = FileContext(path, source, module, settings)
-    ctx.inference = inference
+    ctx.inference, ctx.tree = inference, tree
     rules = [rule_class(ctx) for rule_class in rule_classes]
     batched_pass = _BatchedPass(ctx, rules)
     if batched_pass.visitors or set(batched_pass.leavers) - {cst.Module}:
@@ -231,8 +231,7 @@ def analyze_module(
     findings = ctx.findings
     suppressions = noqa.LineSuppressions(source)
     if findings:
-        first_lines = statement_first_lines(module, tree) if tree is not None else None
-        positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings], first_lines)
+        positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings], ctx.statement_first_lines)
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
     unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
     unused = suppressions.unused(source) if unused_rule else []

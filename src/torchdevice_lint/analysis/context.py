@@ -8,7 +8,9 @@ function and class enclose it, and which device expression a fix should write.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -16,7 +18,9 @@ import libcst as cst
 from . import guards
 from .fixes import Fix, ImportSpec
 from .flags import FlagDefaults
-from .syntax import import_aliases
+from .positions import statement_first_lines
+from .pyparse import compile_python
+from .syntax import dotted_name, import_aliases, qualified
 
 if TYPE_CHECKING:
     from .inference import FileInference
@@ -153,7 +157,21 @@ class FileContext:
         self.flags = FlagDefaults(module)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
+        #: CPython's tree of the source, when the first stage handed it over.
+        self.tree: Optional[ast.Module] = None
         self._collect_top_level_imports(module.body)
+
+    def python_tree(self) -> ast.Module:
+        """CPython's tree of the source: the first stage's, or parsed here once."""
+        if self.tree is None:
+            self.tree = compile_python(self.source)
+        return self.tree
+
+    @cached_property
+    def statement_first_lines(self) -> Optional[Dict[int, int]]:
+        """Where each top-level statement starts (``positions.statement_first_lines``): what
+        places findings and the inference's nodes without generating the code before them."""
+        return statement_first_lines(self.module, self.python_tree())
 
     # -- imports -------------------------------------------------------------------------
     def _collect_top_level_imports(self, body: Sequence[cst.CSTNode]) -> None:
@@ -177,20 +195,15 @@ class FileContext:
     def qualname(self, node: cst.BaseExpression) -> Optional[str]:
         """The imported name an expression refers to, e.g. ``th.cuda.synchronize`` ->
         ``torch.cuda.synchronize`` after ``import torch as th``; None if not from an import."""
-        if isinstance(node, cst.Name):
-            return self.aliases.get(node.value)
-        if isinstance(node, cst.Attribute):
-            base = self.qualname(node.value)
-            return f"{base}.{node.attr.value}" if base else None
-        return None
+        return qualified(dotted_name(node), self.aliases)
 
     def imports_torch(self) -> bool:
         return any(q == "torch" or q.startswith("torch.") for q in self.aliases.values())
 
     def torch_alias(self) -> Optional[str]:
         """The local name bound to the ``torch`` module, if the file has one."""
-        for local, qualified in self.aliases.items():
-            if qualified == "torch":
+        for local, name in self.aliases.items():
+            if name == "torch":
                 return local
         return None
 

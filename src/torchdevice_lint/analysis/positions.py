@@ -146,11 +146,13 @@ def _statements_holding(module: cst.Module, wanted: Set[int]) -> List[cst.CSTNod
 _SAME_KIND = {"Call": cst.Call, "BinOp": cst.BinaryOperation, "Compare": cst.Comparison, "AugAssign": cst.AugAssign}
 
 
-def cst_nodes_at(module: cst.Module, source: str, nodes: Sequence["ast.AST"]) -> Dict[int, cst.CSTNode]:
+def cst_nodes_at(
+    module: cst.Module, source: str, nodes: Sequence["ast.AST"], first_lines: Optional[Dict[int, int]]
+) -> Dict[int, cst.CSTNode]:
     """id(ast node) -> the LibCST node of the same kind over the same range of ``source``.
     Both parsers leave an expression's own parentheses out of its range; ``ast`` counts
     columns in UTF-8 bytes, LibCST in characters. Only the top-level statements holding the
-    nodes are generated with position bookkeeping."""
+    nodes are generated with position bookkeeping (all of them without ``first_lines``)."""
     rows = {node.lineno for node in nodes}
     if not rows:
         return {}
@@ -160,27 +162,17 @@ def cst_nodes_at(module: cst.Module, source: str, nodes: Sequence["ast.AST"]) ->
         line = lines[row - 1] if row - 1 < len(lines) else ""
         return byte_column if line.isascii() else len(line.encode("utf-8", "surrogatepass")[:byte_column].decode("utf-8", "surrogatepass"))
 
-    positions = _Positions()
-    counter = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
-    for line in module.header:
-        line._codegen(counter)
-    next_line = 1 + _line_breaks("".join(counter.tokens))
-    last_row = max(rows)
-    for statement in module.body:
-        if next_line > last_row:
-            break
-        counter.tokens.clear()
-        statement._codegen(counter)
-        end_line = next_line + _line_breaks("".join(counter.tokens))
-        if any(next_line <= row <= end_line for row in rows):  # the end row may be the next one's
-            state = _FastPositionState(
-                default_indent=module.default_indent, default_newline=module.default_newline, provider=positions, line=next_line
-            )
-            statement._codegen(state)
-        next_line = end_line
+    holding = list(module.body)
+    if first_lines is not None:
+        starts = [first_lines[id(statement)] for statement in holding] + [len(lines) + 2]
+        holding = [
+            statement for index, statement in enumerate(holding)
+            if any(starts[index] <= row < starts[index + 1] for row in rows)
+        ]
+    computed = statement_positions(module, holding, first_lines)
     at_range = {
         (type(node), code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column): node
-        for node, code_range in positions._computed.items()
+        for node, code_range in computed.items()
         if type(node) in _CST_KINDS
     }
     found: Dict[int, cst.CSTNode] = {}

@@ -3,7 +3,7 @@ the names an import statement binds."""
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from .lazycst import cst
 
@@ -15,6 +15,17 @@ def dotted_name(node: cst.BaseExpression) -> Optional[str]:
         base = dotted_name(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
+
+
+def qualified(dotted: Optional[str], aliases: Mapping[str, str]) -> Optional[str]:
+    """A dotted name through a file's imports: ``th.cuda.synchronize`` -> ``torch.cuda.synchronize``
+    after ``import torch as th``; None when its first name is not imported. Both trees' readers
+    (LibCST's here, CPython's in ``inference/nodes.py``) give the dotted name."""
+    if dotted is None:
+        return None
+    head, dot, rest = dotted.partition(".")
+    base = aliases.get(head)
+    return None if base is None else base + dot + rest
 
 
 def last_name(node: cst.BaseExpression) -> Optional[str]:

@@ -22,9 +22,10 @@ from functools import lru_cache
 from typing import Dict, List, Optional
 
 from ..lines import physical_lines
+from ..syntax import qualified
 from .calls import CallWalk
 from .expressions import ExpressionWalk
-from .nodes import file_aliases, last_name, literal_string
+from .nodes import dotted_name, file_aliases, last_name, literal_string
 from .shape import FUNCTION_TYPES, Function, ShapeWalker
 from .statements import StatementWalk
 from .values import PYTHON, PYTHON_SCALAR, ClassFacts, Env, FileInference, Place, Scope, Value, join_envs
@@ -42,12 +43,7 @@ class SourceContext:
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         """The imported name an expression refers to (``th.cuda`` -> ``torch.cuda``)."""
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.qualname(node.value)
-            return f"{base}.{node.attr}" if base else None
-        return None
+        return qualified(dotted_name(node), self.aliases)
 
     def availability_checked(self, test: ast.expr) -> bool:
         """The condition, true, means an accelerator is there (``guards.classify``, which
@@ -77,16 +73,7 @@ def _positive_guard(text: str, aliases: tuple) -> bool:
     except Exception:  # noqa: BLE001 - a segment LibCST cannot read is no guard
         return False
     bound = dict(aliases)
-
-    def qualname(node) -> Optional[str]:
-        name = cst_dotted_name(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        base = bound.get(head)
-        return None if base is None else f"{base}.{rest}" if rest else base
-
-    return guards.classify(test, qualname) == guards.POSITIVE
+    return guards.classify(test, lambda node: qualified(cst_dotted_name(node), bound)) == guards.POSITIVE
 
 
 class FunctionWalk(StatementWalk, ExpressionWalk, CallWalk):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from ..pyparse import compile_python
 from .file import infer_tree
 from .values import FileInference
 
@@ -23,7 +22,7 @@ def infer(ctx: "FileContext") -> FileInference:
     """The file's inference: the first stage's, or computed here when the engine ran without
     it (one CPython parse)."""
     if ctx.inference is None:
-        ctx.inference = infer_tree(compile_python(ctx.source), ctx.source)
+        ctx.inference = infer_tree(ctx.python_tree(), ctx.source)
     return ctx.inference
 
 
@@ -33,5 +32,5 @@ def cst_node(ctx: "FileContext", node: ast.AST) -> Optional["cst.CSTNode"]:
     if inference.located is None:
         from ..positions import cst_nodes_at
 
-        inference.located = cst_nodes_at(ctx.module, ctx.source, inference.reported_nodes())
+        inference.located = cst_nodes_at(ctx.module, ctx.source, inference.reported_nodes(), ctx.statement_first_lines)
     return inference.located.get(id(node))
