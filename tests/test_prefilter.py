@@ -110,6 +110,20 @@ def test_facts_see_through_import_aliases():
     assert not rule.triggers.matches(parse_facts("import numba\nnumba.synchronize()\n"))
 
 
+def test_facts_reach_code_in_every_kind_of_container():
+    source = (
+        "global_name = {**defaults, 'key': torch.cuda.synchronize}\n"
+        "def f(x, *, device='cuda:0'):\n    global counter\n    return [y.cuda() for y in x if y]\n"
+        "match command:\n    case {'to': target}:\n        model.to(target)\n"
+        "print(f'{torch.load(path)!r:>10}')\n"
+    )
+    facts = parse_facts(source)
+    assert {"defaults", "synchronize", "command", "model", "path"} <= facts.identifiers
+    assert {"cuda", "to", "load", "print"} <= facts.calls
+    assert "cuda:0" in facts.placed_strings and "key" in facts.strings
+    assert ("to", "target") in facts.first_arguments
+
+
 @pytest.mark.parametrize(
     "code, source, reported",
     [

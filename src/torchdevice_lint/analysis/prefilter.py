@@ -90,14 +90,22 @@ def _collect(tree: ast.AST, source: str) -> Facts:
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
     place = facts.placed_strings.update
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
-    children = ast.iter_child_nodes
+    AST, child_fields = ast.AST, _CHILD_FIELDS.get
     level = [tree]
     for _ in range(MAX_DEPTH):
         below: list = []
-        extend = below.extend
+        append, extend = below.append, below.extend
         for node in level:
-            extend(children(node))
             kind = type(node)
+            fields = child_fields(kind)
+            if fields is None:
+                fields = _child_fields(kind)
+            for name in fields:
+                child = getattr(node, name, None)
+                if type(child) is list:
+                    extend(child)
+                elif isinstance(child, AST):
+                    append(child)
             if kind is Name:
                 identifiers.add(node.id)
             elif kind is Attribute:
@@ -148,10 +156,25 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                         bases.add(base.id)
                     elif type(base) is Attribute:
                         bases.add(base.attr)
-        if not below:
+        level = [child for child in below if isinstance(child, AST)]  # lists hold None (``{**d}``) and str (``global``)
+        if not level:
             return facts
-        level = below
     raise Unparsable(TOO_DEEP)
+
+
+#: Fields that never hold a node the facts read: names and numbers, and the leaves ``ast``
+#: makes for contexts and operators (a third of all nodes; ``ast.iter_child_nodes`` yields them).
+_LEAF_FIELDS = frozenset({
+    "ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
+    "is_async", "conversion", "simple",
+})
+#: Node type -> the fields a walk of the facts descends into.
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> Tuple[str, ...]:
+    fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
+    return fields
 
 
 def _strings_of(node: ast.expr) -> Tuple[str, ...]:
