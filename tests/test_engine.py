@@ -174,3 +174,23 @@ def test_checking_a_file_frees_its_trees_without_the_cyclic_collector():
         gc.enable()
     assert {f.code for f in result.findings} == {"TDV101", "TDV402"}
     assert after == before
+
+
+def test_what_lives_as_long_as_the_process_leaves_the_collectors_generations_with_libcst():
+    # full collections in flake8's process kept traversing LibCST's modules and the rules
+    import subprocess
+    import sys
+
+    script = (
+        "import gc\n"
+        "from torchdevice_lint.analysis.engine import Engine\n"
+        "engine = Engine()\n"
+        "engine.check_source('plain.py', 'x = 1\\n')\n"
+        "before = gc.get_freeze_count()\n"
+        "engine.check_source('t.py', 'import torch\\nx = torch.ones(2).cuda()\\n')\n"
+        "print(before, gc.get_freeze_count())\n"
+    )
+    output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    before, after = map(int, output.split())
+    assert before == 0  # a file ruled out by the first stage loads no LibCST and freezes nothing
+    assert after > 10_000
