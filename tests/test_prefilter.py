@@ -144,6 +144,24 @@ def test_facts_reach_code_in_every_kind_of_container():
         ("TDV105", 'import torch\ntorch.set_default_device("mps")\n', True),
         ("TDV105", 'import torch\nx = torch.ones(2, device=f"xpu:{rank}")\n', True),
         ("TDV105", "import torch\nx = x.npu()\n", True),
+        # names resolved through the imports, as the rules do: a file naming torch, cuda and
+        # device or init somewhere (most model files) has no backend call for it
+        ("TDV301", "import torch\nx = torch.zeros(2, device=device)\nif torch.cuda.is_available():\n    y = 1\n", False),
+        ("TDV301", "import numpy as torch\ntorch.cuda.synchronize()\n", False),
+        ("TDV301", "import torch as th\nth.cuda.synchronize()\n", True),
+        ("TDV301", "from torch.cuda import synchronize as sync\nsync()\n", True),
+        ("TDV301", "import numpy as np\n\ndef f():\n    import torch as np\n    np.cuda.synchronize()\n", True),
+        ("TDV501", 'import torch\nstate = torch.load(path, map_location="cpu")\nstate = torch.load(path, device)\n', False),
+        ("TDV501", "import torch\nstate = torch.load(*paths)\nstate = torch.load(**options)\n", False),
+        ("TDV501", "import torch\nstate = torch.load(path)\n", True),
+        ("TDV501", "from torch import load\nstate = load(f=path)\n", True),
+        ("TDV501", "import torch\nstate = torch.load(path, map_location=location)\nlocation = None\n", True),
+        ("TDV102", 'import torch\nif x.device.type == "cuda":\n    y = 1\n', False),
+        ("TDV102", 'import torch\nx = x.to("cuda")\n', True),
+        ("TDV201", "import torch\nx = torch.zeros(3)\nname = 'cuda'\n", False),
+        ("TDV201", "import torch as th\nx = th.cuda.FloatTensor(3)\n", True),
+        ("TDV202", 'import torch\n"""Works like torch.cuda.FloatTensor."""\n', False),
+        ("TDV202", 'import torch\ny = x.type("torch.cuda.FloatTensor")\n', True),
     ],
 )
 def test_narrow_triggers_pass_the_first_stage_where_their_rule_reports_and_nowhere_else(code, source, reported):

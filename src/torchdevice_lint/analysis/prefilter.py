@@ -19,9 +19,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from itertools import product
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from .inference.nodes import fstring_head, literal_string
+from .inference.nodes import fstring_head, import_aliases, literal_string
 from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
@@ -59,6 +59,14 @@ class Facts:
     keyword_values: Set[Tuple[str, str]] = field(default_factory=set)
     #: Local name -> last part of the imported name, for every ``import ... as`` alias.
     renames: Dict[str, str] = field(default_factory=dict)
+    #: Local name -> every name an import anywhere in the file binds it to (``th`` ->
+    #: ``{"torch"}``): what LibCST's pass may resolve it to, whichever import it walked last.
+    imports: Dict[str, Set[str]] = field(default_factory=dict)
+    #: The dotted name of every attribute chain on a name (``torch.cuda.FloatTensor`` and its
+    #: ``torch.cuda``).
+    references: Set[str] = field(default_factory=set)
+    #: Dotted name of the called expression (``torch.load``, ``load``) -> those calls.
+    dotted_calls: Dict[str, List[ast.Call]] = field(default_factory=dict)
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
     #: The tree, for the device inference (``Inferred``).
@@ -89,6 +97,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
     )
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
     place = facts.placed_strings.update
+    imports, references, dotted_calls = facts.imports, facts.references, facts.dotted_calls
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     AST, child_fields = ast.AST, _CHILD_FIELDS.get
     level = [tree]
@@ -110,12 +119,18 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                 identifiers.add(node.id)
             elif kind is Attribute:
                 identifiers.add(node.attr)
+                dotted = _dotted(node)
+                if dotted is not None:
+                    references.add(dotted)
             elif kind is Constant:
                 if type(node.value) is str:
                     strings.add(node.value)
             elif kind is Call:
                 func = node.func
                 called = func.attr if type(func) is Attribute else func.id if type(func) is Name else None
+                dotted = func.id if type(func) is Name else _dotted(func) if type(func) is Attribute else None
+                if dotted is not None:
+                    dotted_calls.setdefault(dotted, []).append(node)
                 if called is not None:
                     calls.add(called)
                     for argument in node.args:
@@ -138,9 +153,11 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                 if node.asname:
                     identifiers.add(node.asname)
                     facts.renames[node.asname] = node.name.rpartition(".")[2]
-            elif kind is ast.ImportFrom:
-                if node.module:
+            elif kind is ast.ImportFrom or kind is ast.Import:
+                if kind is ast.ImportFrom and node.module:
                     identifiers.update(node.module.split("."))
+                for local, name in import_aliases(node).items():
+                    imports.setdefault(local, set()).add(name)
             elif kind is ast.Assign or (kind is ast.AnnAssign and node.value is not None):
                 place(_strings_of(node.value))
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
@@ -175,6 +192,19 @@ _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 def _child_fields(kind: type) -> Tuple[str, ...]:
     fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
     return fields
+
+
+def _dotted(node: ast.Attribute) -> Optional[str]:
+    """``a.b.c`` for an attribute chain on a name, else None."""
+    parts = [node.attr]
+    value = node.value
+    while type(value) is ast.Attribute:
+        parts.append(value.attr)
+        value = value.value
+    if type(value) is not ast.Name:
+        return None
+    parts.append(value.id)
+    return ".".join(reversed(parts))
 
 
 def _strings_of(node: ast.expr) -> Tuple[str, ...]:
@@ -227,6 +257,8 @@ class Triggers(Trigger):
     ``placed_strings``: the same, among ``Facts.placed_strings`` (passed, assigned or defaulted).
     ``bases``: a class with a base whose last name ends with this.
     ``text``: this anywhere in the file's text, comments included.
+
+    ``names`` is the loosest of these: ``Resolved`` asks what a name resolves to.
     """
 
     def __init__(self, names=(), calls=(), keywords=(), strings=(), placed_strings=(), bases=(), text=()) -> None:
@@ -280,6 +312,36 @@ class Arguments(Trigger):
             return True
         renamed = [local for local, name in facts.renames.items() if name in self.calls]
         return any((local, value) in facts.first_arguments for local in renamed for value in self.values)
+
+
+class Resolved(Trigger):
+    """A dotted name that resolves through one of the file's imports (any of them: LibCST's
+    pass knows the one it walked last) to one of ``names``, as ``FileContext.qualname`` does:
+    ``th.cuda.synchronize`` after ``import torch as th``. ``calls``: only as the called
+    expression of a call, and, given ``accepts``, of a call it accepts (``ast.Call``) —
+    ``Resolved(LOADERS, calls=True, accepts=...)``. Otherwise any reference, and any name
+    imported as one of ``names``."""
+
+    def __init__(self, names, calls: bool = False, accepts: Optional[Callable[[ast.Call], bool]] = None) -> None:
+        self.names = _frozen(names)
+        self.calls = calls
+        self.accepts = accepts
+
+    def __repr__(self) -> str:
+        return f"Resolved(names={sorted(self.names)}, calls={self.calls})"
+
+    def matches(self, facts: Facts) -> bool:
+        imports = facts.imports
+        if not self.calls and any(not self.names.isdisjoint(bound) for bound in imports.values()):
+            return True
+        for dotted in facts.dotted_calls if self.calls else facts.references:
+            head, dot, rest = dotted.partition(".")
+            bound = imports.get(head)
+            if bound is None or not any(base + dot + rest in self.names for base in bound):
+                continue
+            if self.accepts is None or any(self.accepts(call) for call in facts.dotted_calls[dotted]):
+                return True
+        return False
 
 
 @dataclass(frozen=True)

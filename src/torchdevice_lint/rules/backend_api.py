@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..analysis.fixes import Applicability, ImportSpec
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Resolved, Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
@@ -110,9 +110,10 @@ class UnguardedCudaApi(Rule):
         "`torch.accelerator.is_available()`), which keeps machines with the backend unchanged. A call whose value is used (an assignment, an argument, "
         "a `with` item) gets a suggestion only."
     )
-    triggers = Triggers(
-        names=[f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS]
-        + [f"torch.{backend}.{leaf}" for backend, leaves in RAISING_BACKEND_CALLS.items() for leaf in leaves]
+    triggers = Resolved(
+        [f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS]
+        + [f"torch.{backend}.{leaf}" for backend, leaves in RAISING_BACKEND_CALLS.items() for leaf in leaves],
+        calls=True,
     )
     valid = (
         Valid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Tuple
 
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Resolved, Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import (
@@ -41,7 +41,7 @@ class LegacyCudaTensorConstructor(Rule):
         "`x.size(n)`, `x.shape[n]`) `torch.empty(sizes, ...)`; any other argument is ambiguous "
         "(data or size) and gets no automatic fix."
     )
-    triggers = Triggers(names=CUDA_TENSOR_NAMES)
+    triggers = Resolved(CUDA_TENSOR_NAMES)
     valid = (
         Valid("import torch\nx = torch.FloatTensor([1.0, 2.0])\n"),
         Valid("import torch\nx = torch.cuda.FloatTensor(3) if torch.cuda.is_available() else torch.zeros(3)\n"),
@@ -190,7 +190,7 @@ class CudaTensorTypeCast(Rule):
         "`isinstance` checks get a suggestion only: whether the code meant the dtype or the device "
         "cannot be known."
     )
-    triggers = Triggers(names=CUDA_TENSOR_NAMES, strings="torch.cuda.")
+    triggers = Resolved(CUDA_TENSOR_NAMES) | Triggers(placed_strings="torch.cuda.")
     valid = (
         Valid("import torch\ny = x.type(torch.FloatTensor)\n"),
         Valid("import torch\nok = isinstance(x, torch.Tensor)\n"),

@@ -233,7 +233,7 @@ class HardcodedCudaDevice(Rule):
         'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
         'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
-    triggers = Triggers(strings="cuda")
+    triggers = Triggers(placed_strings="cuda")
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is

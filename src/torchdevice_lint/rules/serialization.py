@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import ast
 from typing import FrozenSet, List, Optional, Tuple
 
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Resolved
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import display_only, keyword, keyword_arg, positional
 from .saved_files import (
     LOADERS, SAVERS, SavedFiles, cache_written_when_missing, in_dataset_class, may_be_none, opened_path, path_keys, read_as_numpy,
 )
+
+def may_lack_map_location(call: ast.Call) -> bool:
+    """The calls ``visit_Call`` looks at further (on CPython's tree, for the first stage): an
+    argument and no unpacking, and a ``map_location`` that is a bare name (maybe None) or
+    absent with at most one positional argument."""
+    if not (call.args or call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if any(k.arg is None for k in call.keywords):
+        return False
+    location = next((k.value for k in call.keywords if k.arg == "map_location"), None)
+    return isinstance(location, ast.Name) if location is not None else len(call.args) <= 1
+
 
 class LoadWithoutMapLocation(Rule):
     code = "TDV501"
@@ -32,7 +45,7 @@ class LoadWithoutMapLocation(Rule):
         'dict such as `{"cuda:0": "cpu"}` that misses checkpoints tagged `cuda:1`. Loading to the '
         "CPU first is what `load_state_dict` needs on every device."
     )
-    triggers = Triggers(names=LOADERS)
+    triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid('import torch\nstate = torch.load("model.pt", device)\n'),
