@@ -121,8 +121,83 @@ def test_nodes_reported_away_from_their_statement_still_get_positions():
     reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     late = [n for n in _subtree(module.body[-3]) if isinstance(n, cst.Name)][-1]  # reported at leave_Module
     placed = [n for n in _subtree(module.body[1]) if isinstance(n, cst.Name)][0]
-    positions = node_positions(module, [(late, late), (placed, module.body[1])])
+    positions = node_positions(module, [(late, (module,)), (placed, (module, module.body[1]))])
     assert positions[late] == reference[late] and positions[placed] == reference[placed]
+
+
+NESTED = """class Outer:
+    # a comment before the method
+
+    @property
+    # between decorators
+    @cached
+    def method(self, x):
+        if x:  # header comment
+            a = 1; b = x.cuda()
+        elif x is None:
+            \tpass
+        elif not x:
+            if y: z = 1; w = 2
+            else:
+              deep = torch.load(p)
+            # the block's footer comment
+        else:
+            for i in range(3):
+                continue
+            else:
+                while False:
+                    break
+                else:
+                    pass
+        try:
+            with open(p) as f:
+                data = f.read()
+        except ValueError:
+            raise
+        except (KeyError,
+                TypeError) as error:
+            print(error)
+        else:
+            x = [
+                1,
+                2,
+            ]
+        finally:
+            del x
+        return (lambda: x)()
+
+def tail():
+    return 1
+"""
+
+
+class _Ancestry(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.chains = [], []
+
+    def on_visit(self, node):
+        self.stack.append(node)
+        self.chains.append((node, tuple(self.stack)))
+        return True
+
+    def on_leave(self, original_node):
+        self.stack.pop()
+
+
+def test_nodes_placed_by_their_innermost_statement_get_position_providers_ranges():
+    # elif chains, else arms, try handlers, one-line suites, a tab-indented block, comments
+    for source in (NESTED, SAMPLE if sys.version_info >= (3, 10) else SAMPLE.replace(MATCH, "")):
+        module = cst.parse_module(source)
+        reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        ancestry = _Ancestry()
+        module.visit(ancestry)
+        chains = [(node, chain) for node, chain in ancestry.chains if node is not module]
+        for ordered in (chains, chains[::-1]):  # inner statements first, and outer ones first
+            positions = node_positions(module, ordered, ast.parse(source))
+            assert all(positions[node] == reference[node] for node, _ in ordered)
+        one = node_positions(module, [chains[len(chains) // 2]], ast.parse(source))
+        assert len(one) < len(chains) // 4  # a statement, not the file
 
 
 def test_nodes_of_finds_what_matchers_findall_finds_in_the_same_order():

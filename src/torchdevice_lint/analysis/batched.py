@@ -231,7 +231,7 @@ def analyze_module(
     findings = ctx.findings
     suppressions = noqa.LineSuppressions(source)
     if findings:
-        positions = node_positions(module, [(raw.node, raw.top_statement) for raw in findings], ctx.statement_first_lines)
+        positions = node_positions(module, [(raw.node, raw.ancestors) for raw in findings], ctx.python_tree())
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
     unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
     unused = suppressions.unused(source) if unused_rule else []

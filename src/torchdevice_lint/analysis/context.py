@@ -34,8 +34,13 @@ class RawFinding:
     node: cst.CSTNode
     message: str
     fix: Optional[Fix]
-    #: The module-level statement containing the node (where a device binding must precede).
-    top_statement: cst.CSTNode
+    #: The nodes from the module down to where it was reported (what places it).
+    ancestors: Tuple[cst.CSTNode, ...]
+
+    @property
+    def top_statement(self) -> cst.CSTNode:
+        """The module-level statement containing the node (where a device binding must precede)."""
+        return self.ancestors[1] if len(self.ancestors) > 1 else self.node
 
 
 class BindingCollector(cst.CSTVisitor):
@@ -323,8 +328,7 @@ class FileContext:
         return DeviceChoice(name, needs_binding=True)
 
     def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
-        top_statement = self.stack[1] if len(self.stack) > 1 else node
-        self.findings.append(RawFinding(rule, node, message, fix, top_statement))
+        self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,13 @@ class _Positions:
         self._computed: Dict[cst.CSTNode, CodeRange] = {}
 
 
+class _Sink(_Positions):
+    """The same, writing into a dictionary of ours."""
+
+    def __init__(self, computed: Dict[cst.CSTNode, CodeRange]) -> None:
+        self._computed = computed
+
+
 class _FastPositionState(PositionProvidingCodegenState):
     """LibCST's state, with a shortcut for the common token that holds no line break."""
 
@@ -87,31 +94,145 @@ def statement_first_lines(module: cst.Module, tree: "ast.Module") -> Optional[Di
     """id(top-level statement) -> the line its code starts on, blank and comment lines before
     it included, read from CPython's tree of the same source (a ``;`` line is one LibCST
     statement and several ``ast`` ones); None where the two do not pair up."""
-    first_lines: Dict[int, int] = {}
-    statements = tree.body
+    pairs = _paired(module.body, tree.body)
+    return None if pairs is None else {id(statement): _first_line(statement, first) for statement, first in pairs}
+
+
+def _paired(statements: Sequence[cst.CSTNode], python: Sequence["ast.stmt"]) -> Optional[List[Tuple[cst.CSTNode, "ast.stmt"]]]:
+    """Each LibCST statement of a block with the first ``ast`` statement it holds; None where
+    the two blocks do not pair up."""
+    pairs = []
     index = 0
-    for statement in module.body:
-        if index >= len(statements):
+    for statement in statements:
+        if index >= len(python):
             return None
-        first = statements[index]
-        code_line = min([first.lineno, *(decorator.lineno for decorator in getattr(first, "decorator_list", ()))])
-        first_lines[id(statement)] = code_line - len(statement.leading_lines)
+        pairs.append((statement, python[index]))
         index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-    return first_lines if index == len(statements) else None
+    return pairs if index == len(python) else None
+
+
+def _first_line(statement: cst.CSTNode, first: "ast.stmt") -> int:
+    code_line = min([first.lineno, *(decorator.lineno for decorator in getattr(first, "decorator_list", ()))])
+    return code_line - len(statement.leading_lines)
+
+
+def _cst_children(statement: cst.CSTNode) -> List[Tuple[cst.CSTNode, int]]:
+    """The statements directly inside a compound statement in source order, an ``elif``
+    included, each with how many ``ast`` statements it is (``a; b`` is two)."""
+    children: List[Tuple[cst.CSTNode, int]] = []
+    suites = [getattr(statement, "body", None)]
+    suites += [handler.body for handler in getattr(statement, "handlers", ())]
+    suites += [case.body for case in getattr(statement, "cases", ())]
+    orelse = getattr(statement, "orelse", None)
+    if isinstance(orelse, cst.If):
+        suites.append(orelse)
+    elif orelse is not None:
+        suites.append(orelse.body)
+    final = getattr(statement, "finalbody", None)
+    suites.append(final.body if final is not None else None)
+    for suite in suites:
+        if isinstance(suite, cst.If):
+            children.append((suite, 1))
+        elif isinstance(suite, cst.IndentedBlock):
+            children.extend((s, len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1) for s in suite.body)
+        elif isinstance(suite, cst.SimpleStatementSuite):
+            children.append((suite, len(suite.body)))
+    return children
+
+
+def _ast_children(statement: "ast.stmt") -> List["ast.stmt"]:
+    """The same statements in ``ast``, in the same order."""
+    children = list(getattr(statement, "body", ()))
+    for handler in getattr(statement, "handlers", ()):
+        children.extend(handler.body)
+    for case in getattr(statement, "cases", ()):
+        children.extend(case.body)
+    return children + list(getattr(statement, "orelse", ())) + list(getattr(statement, "finalbody", ()))
+
+
+def _innermost_statement(
+    module: cst.Module, ancestors: Sequence[cst.CSTNode], first: "ast.stmt"
+) -> Optional[Tuple[cst.CSTNode, int, List[str]]]:
+    """The innermost statement of an indented block among ``ancestors`` (the module, its
+    top-level statement, ... down to a reported node), with its first line, read from its
+    ``ast`` twin ``first`` finds, and the indentation of the blocks around it: what generating
+    that statement alone needs to give ``PositionProvider``'s ranges. None for the top-level
+    statement itself, or where the two trees do not pair up."""
+    current, twin = ancestors[1], first
+    found = None
+    indents: List[str] = []
+    for node in ancestors[2:]:
+        if isinstance(node, cst.IndentedBlock):
+            indents.append(module.default_indent if node.indent is None else node.indent)
+            continue
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            continue
+        offset = 0
+        for child, size in _cst_children(current):
+            if child is node:
+                break
+            offset += size
+        else:
+            return found
+        python = _ast_children(twin)
+        if offset >= len(python):
+            return None
+        is_elif = isinstance(current, cst.If) and current.orelse is node  # generated only by its ``if``
+        current, twin = node, python[offset]
+        if not is_elif:
+            found = (node, _first_line(node, twin), list(indents))
+    return found
 
 
 def node_positions(
-    module: cst.Module, nodes: Sequence[Tuple[cst.CSTNode, cst.CSTNode]], first_lines: Optional[Dict[int, int]] = None
+    module: cst.Module,
+    nodes: Sequence[Tuple[cst.CSTNode, Sequence[cst.CSTNode]]],
+    tree: Optional["ast.Module"] = None,
 ) -> Dict[cst.CSTNode, CodeRange]:
-    """Ranges covering each ``(node, top-level statement holding it)``. A node reported after
-    the walk left its statement (at the end of the module) comes with no such statement: the
-    statements holding those are found by one cheap walk, stopping at the last one."""
+    """Ranges covering each ``(node, its ancestors)``: the stack from the module down to where
+    it was reported. With CPython's ``tree`` of the source, each node is placed by generating
+    only the innermost statement holding it (a method, not its whole class); without, the
+    top-level statement. A node reported after the walk left its statement (at the end of the
+    module) comes with the module alone: the statements holding those are found by one cheap
+    walk, stopping at the last one."""
+    pairs = _paired(module.body, tree.body) if tree is not None else None
+    twins = {id(statement): first for statement, first in pairs} if pairs is not None else {}
+    first_lines = {id(statement): _first_line(statement, first) for statement, first in pairs} if pairs is not None else None
+    positions: Dict[cst.CSTNode, CodeRange] = {}
     body = {id(statement) for statement in module.body}
-    statements = [statement for _, statement in nodes if id(statement) in body]
-    unplaced = {id(node) for node, statement in nodes if id(statement) not in body}
+    whole: List[cst.CSTNode] = []
+    unplaced: Set[int] = set()
+    generated: Set[int] = set()
+    for node, ancestors in nodes:
+        top = ancestors[1] if len(ancestors) > 1 else None
+        if top is None or id(top) not in body:
+            unplaced.add(id(node))
+            continue
+        if node in positions:
+            continue
+        inner = None
+        if pairs is not None:
+            held = [id(ancestor) for ancestor in ancestors]
+            if id(node) in held:  # a statement reported while a node inside it was visited
+                ancestors = ancestors[: held.index(id(node)) + 1]
+            inner = _innermost_statement(module, ancestors, twins[id(top)])
+        if inner is None or id(inner[0]) in generated:
+            whole.append(top)
+            continue
+        statement, line, indents = inner
+        generated.add(id(statement))
+        state = _FastPositionState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=_Sink(positions), line=line
+        )
+        state.indent_tokens = indents
+        statement._codegen(state)
+        if node not in positions:
+            whole.append(top)
     if unplaced:
-        statements.extend(_statements_holding(module, unplaced))
-    return statement_positions(module, statements, first_lines)
+        whole.extend(_statements_holding(module, unplaced))
+    if whole:
+        positions.update(statement_positions(module, whole, first_lines))
+    return positions
 
 
 class _Finder(cst.CSTVisitor):
