@@ -179,3 +179,43 @@ INFERENCE_RULES = [rule_by_code(code) for code in ("TDV401", "TDV402", "TDV403",
 )
 def test_every_node_the_inference_reports_is_found_in_the_libcst_tree(source):
     assert _unlocated(source) == []
+
+
+def inference_events(inference):
+    """What an inference found, by position: its events and the CPU sides of its mixes."""
+    place = lambda node: (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)  # noqa: E731
+    return (
+        sorted(place(event.call) for event in inference.numpy_calls),
+        sorted((place(mix.node), sorted(place(o) for side in mix.cpu_sides for o in side.value.origins or ())) for mix in inference.mixes),
+        sorted(place(call) for call in inference.float64_calls),
+        len(inference.factory_sites),
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [example.code for rule in INFERENCE_RULES for example in (*rule.valid, *rule.invalid)]
+    + [
+        # forward holds no seed: the CPU tensor comes from __init__'s class facts
+        "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.mask = torch.ones(3, 3)\n\n    def forward(self, x):\n        return x.cuda() * self.mask\n",
+        # the same through a "cpu" string in __init__ and a move in the method
+        'import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n'
+        '        self.device = "cpu"\n        self.w = nn.Parameter(torch.zeros(3))\n\n    def forward(self, x):\n        return x.to(self.device) + self.w\n',
+        # a CPU module built in the method, called with a device tensor
+        "import torch\nfrom torch import nn\n\ndef f(x):\n    m = nn.Linear(3, 3)\n    return m(x.cuda())\n",
+        # a module class of the file, and a nested function
+        "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    pass\n\ndef outer(x):\n    def inner(y):\n        return Net()(y.cuda())\n    return inner(x)\n",
+        # seeds in a decorator and a default, on the module body and in a class body
+        'import torch\n\n@wrap("cpu")\ndef f(x, device="cpu"):\n    return x.to(device).cuda().numpy()\n\nclass C:\n    t = torch.ones(3)\n\ny = torch.ones(3).cuda() + C.t\n',
+        # float64 by name, by string, by method
+        "import torch\nfrom torch import float64\n\ndef f(x):\n    a = x.cuda().to(float64)\n    b = x.cuda().type('torch.DoubleTensor')\n    return a, b, x.cuda().double()\n",
+        # one-line definitions, and seeds on the lines around them
+        "import torch\ndef f(x): return x.cuda().numpy()\nz = torch.ones(3).cuda(); w = z + torch.ones(3)\n",
+    ],
+)
+def test_functions_without_seeds_are_skipped_without_changing_the_inference(source):
+    """The walk skips every function that holds no seed (``FileAnalysis.seeds``): what it finds
+    is what walking every function finds."""
+    tree = compile_python(source)
+    assert inference_events(infer_tree(tree, source)) == inference_events(infer_tree(tree, source, walk_every_function=True))

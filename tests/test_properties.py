@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import programs
+from test_dataflow import inference_events
 
 from bench.reliability import replay_fix, stray_hunks
 from torchdevice_lint.analysis.batched import analyze_module
@@ -24,7 +25,8 @@ from torchdevice_lint.analysis.registry import all_rules
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.analysis.prefilter import parse_facts
-from torchdevice_lint.analysis.pyparse import Unparsable
+from torchdevice_lint.analysis.inference import infer_tree
+from torchdevice_lint.analysis.pyparse import Unparsable, compile_python
 
 settings.register_profile(
     "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -94,6 +96,13 @@ def test_check_reports_generated_programs_without_errors(source):
     for engine in (ENGINE, OPT_IN_ENGINE):
         result = engine.check_source("generated.py", source, with_edits=True)
         assert result.error is None
+
+
+@given(programs())
+def test_the_inference_finds_the_same_when_it_skips_functions_without_seeds(source):
+    tree = compile_python(source)
+    skipping, walking_all = infer_tree(tree, source), infer_tree(tree, source, walk_every_function=True)
+    assert inference_events(skipping) == inference_events(walking_all)
 
 
 @given(random_programs())

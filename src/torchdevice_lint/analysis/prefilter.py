@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
 
-from .inference.nodes import fstring_head, import_aliases, literal_string
+from .inference.nodes import SEED_METHODS, Seeds, dotted_name, fstring_head, import_aliases, literal_string
+from .inference.vocabulary import FLOAT64_NAMES
 from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class Facts:
     references: Set[str] = field(default_factory=set)
     #: Dotted name of the called expression (``torch.load``, ``load``) -> those calls.
     dotted_calls: Dict[str, List[ast.Call]] = field(default_factory=dict)
+    #: Where the device inference can start, by line (the calls by name are in ``dotted_calls``).
+    seeds: Seeds = field(default_factory=Seeds)
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
     #: The tree, for the device inference (``Inferred``).
@@ -78,7 +81,7 @@ class Facts:
         if self.inference is None:
             from .inference.file import infer_tree
 
-            self.inference = infer_tree(self.tree, self.source)
+            self.inference = infer_tree(self.tree, self.source, self)
         return self.inference
 
 
@@ -97,7 +100,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
     )
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
     place = facts.placed_strings.update
-    imports, references, dotted_calls = facts.imports, facts.references, facts.dotted_calls
+    imports, references, dotted_calls, seeds = facts.imports, facts.references, facts.dotted_calls, facts.seeds
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     AST, child_fields = ast.AST, _CHILD_FIELDS.get
     level = [tree]
@@ -117,20 +120,27 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                     append(child)
             if kind is Name:
                 identifiers.add(node.id)
+                if node.id in FLOAT64_NAMES:
+                    seeds.events.append(node.lineno)
             elif kind is Attribute:
                 identifiers.add(node.attr)
-                dotted = _dotted(node)
+                if node.attr in FLOAT64_NAMES:
+                    seeds.events.append(node.lineno)
+                dotted = dotted_name(node)
                 if dotted is not None:
                     references.add(dotted)
             elif kind is Constant:
                 if type(node.value) is str:
                     strings.add(node.value)
+                    seeds.see_string(node.value, node.lineno)
             elif kind is Call:
                 func = node.func
                 called = func.attr if type(func) is Attribute else func.id if type(func) is Name else None
-                dotted = func.id if type(func) is Name else _dotted(func) if type(func) is Attribute else None
+                dotted = dotted_name(func)
                 if dotted is not None:
                     dotted_calls.setdefault(dotted, []).append(node)
+                if called in SEED_METHODS and type(func) is Attribute:
+                    seeds.see_call(called, node.lineno)
                 if called is not None:
                     calls.add(called)
                     for argument in node.args:
@@ -192,19 +202,6 @@ _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 def _child_fields(kind: type) -> Tuple[str, ...]:
     fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
     return fields
-
-
-def _dotted(node: ast.Attribute) -> Optional[str]:
-    """``a.b.c`` for an attribute chain on a name, else None."""
-    parts = [node.attr]
-    value = node.value
-    while type(value) is ast.Attribute:
-        parts.append(value.attr)
-        value = value.value
-    if type(value) is not ast.Name:
-        return None
-    parts.append(value.id)
-    return ".".join(reversed(parts))
 
 
 def _strings_of(node: ast.expr) -> Tuple[str, ...]:

@@ -18,8 +18,9 @@ only a file where it finds something is parsed with LibCST for those rules (``lo
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from ..lines import physical_lines
 from ..syntax import qualified
@@ -29,7 +30,10 @@ from .nodes import dotted_name, file_aliases, last_name, literal_string
 from .shape import FUNCTION_TYPES, Function, ShapeWalker
 from .statements import StatementWalk
 from .values import PYTHON, PYTHON_SCALAR, ClassFacts, Env, FileInference, Place, Scope, Value, join_envs
-from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, place_of_device_string
+from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, TORCH_CPU_SOURCES, place_of_device_string
+
+if TYPE_CHECKING:
+    from ..prefilter import Facts
 
 
 class SourceContext:
@@ -81,10 +85,10 @@ class FunctionWalk(StatementWalk, ExpressionWalk, CallWalk):
 
 
 class FileAnalysis:
-    """The pre-pass, then every function; methods start from their class facts: what
-    ``__init__`` alone assigned to ``self``."""
+    """The pre-pass, then every function that can start a CPU value or an event; methods
+    start from their class facts: what ``__init__`` alone assigned to ``self``."""
 
-    def __init__(self, ctx: SourceContext) -> None:
+    def __init__(self, ctx: SourceContext, facts: "Facts", walk_every_function: bool = False) -> None:
         self.ctx = ctx
         self.result = FileInference()
         walker = ShapeWalker()
@@ -92,18 +96,60 @@ class FileAnalysis:
         self.shape = walker.shape
         self.default_device_changed = any(setter in ctx.source for setter in DEFAULT_DEVICE_SETTERS)
         self.class_facts: Dict[int, ClassFacts] = {}
+        self.walk_every_function = walk_every_function
+        self.cpu_lines, self.seed_lines = self.seeds(facts)
+
+    def seeds(self, facts: "Facts") -> Tuple[List[int], List[int]]:
+        """The sorted lines of every node a walk can start a CPU value from, and of every node
+        it can start a CPU value, a CPU module or an event from. Every CPU tensor starts at a
+        torch factory, ``.cpu()`` or a ``"cpu"`` string; every CPU module at a ``torch.nn``
+        constructor or a module class of the file; ``.numpy()`` events need the call and
+        float64 ones ``.double()`` or a float64 name. A walk knows nothing of other functions'
+        values, so a function holding none of these has nothing to report."""
+        cpu, others = list(facts.seeds.cpu), list(facts.seeds.events)
+        classes = self.shape.module_classes
+        for dotted, calls in facts.dotted_calls.items():
+            name = qualified(dotted, self.ctx.aliases)
+            if name is not None and name.startswith("torch.") and name[6:] in TORCH_CPU_SOURCES:
+                cpu.extend(call.lineno for call in calls)
+            elif dotted in classes or (name is not None and name.startswith("torch.nn.")):
+                others.extend(call.lineno for call in calls)
+        cpu.sort()
+        return cpu, sorted(cpu + others)
 
     def run(self) -> FileInference:
-        FunctionWalk(self, Scope(self.ctx.tree)).block(self.ctx.tree.body, {})
+        if self.walk_every_function or self.module_body_holds_seeds():
+            FunctionWalk(self, Scope(self.ctx.tree)).block(self.ctx.tree.body, {})
         for function, klass in self.shape.functions:
             if klass is not None and function.name == "__init__":
                 continue  # walked while the class facts are gathered
-            facts = self.facts_for(klass) if klass is not None else None
-            self.walk_function(function, klass, facts)
+            if self.walk_every_function or holds(function, self.seed_lines) or self.init_makes_cpu_values(klass):
+                facts = self.facts_for(klass) if klass is not None else None
+                self.walk_function(function, klass, facts)
         for function, klass in self.shape.functions:
             if klass is not None and function.name == "__init__" and id(klass) not in self.class_facts:
-                self.facts_for(klass)
+                if self.walk_every_function or holds(function, self.seed_lines):
+                    self.facts_for(klass)
         return self.result
+
+    def module_body_holds_seeds(self) -> bool:
+        """Whether a seed stands outside the functions and classes of the module body (which
+        are walked on their own, or never)."""
+        lines = self.seed_lines
+        inside = 0
+        for statement in self.ctx.tree.body:
+            if isinstance(statement, DEFINITIONS):
+                first, last = span(statement)
+                inside += bisect_right(lines, last) - bisect_left(lines, first)
+        return inside < len(lines)
+
+    def init_makes_cpu_values(self, klass: Optional[ast.ClassDef]) -> bool:
+        """Whether the class facts a method starts from may hold a CPU value: only CPU tensors
+        stay CPU values there (modules become the module's device, or unknown)."""
+        if klass is None:
+            return False
+        init = class_methods(klass).get("__init__")
+        return init is not None and holds(init, self.cpu_lines)
 
     def walk_function(self, function: Function, klass: Optional[ast.ClassDef], facts: Optional[ClassFacts]) -> FunctionWalk:
         env: Env = {}
@@ -149,7 +195,7 @@ class FileAnalysis:
         known = self.class_facts.get(id(klass))
         if known is not None:
             return known
-        methods = {s.name: s for s in klass.body if isinstance(s, FUNCTION_TYPES)}
+        methods = class_methods(klass)
         module_like = klass.name in self.shape.module_classes or "forward" in methods
         facts = ClassFacts(module_like)
         self.class_facts[id(klass)] = facts
@@ -187,10 +233,38 @@ class FileAnalysis:
         return None
 
 
-def infer_tree(tree: ast.Module, source: str) -> FileInference:
+def infer_tree(tree: ast.Module, source: str, facts: Optional["Facts"] = None, walk_every_function: bool = False) -> FileInference:
     """The device inference of one file, on CPython's tree: the TDV4xx rules and TDV601 read
-    it, and the first stage asks it whether they have anything to report."""
-    return FileAnalysis(SourceContext(tree, source)).run()
+    it, and the first stage asks it whether they have anything to report. ``facts`` are the
+    first stage's for this tree (collected here without them); ``walk_every_function`` also
+    walks the functions that hold no seed, as a reference for the tests."""
+    if facts is None:
+        from ..prefilter import parse_facts
+
+        facts = parse_facts(source, tree)
+    return FileAnalysis(SourceContext(tree, source), facts, walk_every_function).run()
+
+
+#: Statements walked on their own (functions), or never (class bodies).
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def span(definition: ast.stmt) -> Tuple[int, int]:
+    """The first and last line of a function or class, decorators included."""
+    first = min([decorator.lineno for decorator in definition.decorator_list] + [definition.lineno])
+    return first, definition.end_lineno
+
+
+def holds(definition: ast.stmt, lines: List[int]) -> bool:
+    """Whether one of the sorted ``lines`` is within the definition."""
+    first, last = span(definition)
+    index = bisect_left(lines, first)
+    return index < len(lines) and lines[index] <= last
+
+
+def class_methods(klass: ast.ClassDef) -> Dict[str, Function]:
+    """The functions of a class body by name (the last one of a name, as Python binds it)."""
+    return {statement.name: statement for statement in klass.body if isinstance(statement, FUNCTION_TYPES)}
 
 
 def value_at(env: Env, key: str, scope: Scope) -> Optional[Value]:

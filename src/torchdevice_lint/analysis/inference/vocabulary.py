@@ -23,6 +23,9 @@ TORCH_CPU_SOURCES = (
     SIZE_FACTORIES | ARRAY_FACTORIES | DATA_FACTORIES | LEGACY_CPU_CONSTRUCTORS | LIKE_FACTORIES | {"randint", "from_numpy"}
 )
 
+#: Names through which a float64 dtype is named (TDV601's events).
+FLOAT64_NAMES = frozenset({"float64", "double", "DoubleTensor"})
+
 #: torch functions whose tensor arguments must share a device; the first group takes a list.
 LIST_COMBINERS = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"}
 ELEMENTWISE_COMBINERS = {
