@@ -288,6 +288,21 @@ class Triggers(Trigger):
         return any(text in facts.source for text in self.text)
 
 
+class Placed(Trigger):
+    """A placed string (``Facts.placed_strings``: passed, assigned or defaulted, or the leading
+    text of such an f-string) that ``accepts`` takes: the rule's own test of a literal's text,
+    so ``"cuda_graph"`` does not pass where only ``"cuda"`` or ``"cuda:N"`` can be reported."""
+
+    def __init__(self, accepts: Callable[[str], bool]) -> None:
+        self.accepts = accepts
+
+    def __repr__(self) -> str:
+        return f"Placed({getattr(self.accepts, '__name__', self.accepts)})"
+
+    def matches(self, facts: Facts) -> bool:
+        return any(self.accepts(text) for text in facts.placed_strings)
+
+
 class Arguments(Trigger):
     """A call given one of ``values`` (``INTEGER``, or a last name, compared lowercased): as
     the first positional argument of a call whose function ends in one of ``calls`` (or is a

@@ -12,7 +12,7 @@ from typing import Optional
 from ..analysis.fixes import Applicability
 from ..analysis.guards import OTHER_BACKENDS, backend_of_device_string
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Placed, Triggers
 from ..analysis.rule import Invalid, Valid
 from ..analysis.syntax import string_value
 from .common import availability_check, method_name
@@ -28,12 +28,21 @@ _BINDING = 'device = torch.device("cuda" if torch.cuda.is_available() else "mps"
 def literal_backend(node: cst.CSTNode) -> Optional[str]:
     """``"mps"``, ``"xpu:0"``, ``f"xpu:{rank}"`` -> the backend it names."""
     value = string_value(node)
-    if value is None:
-        return None
-    if isinstance(node, cst.FormattedString):
-        backend = value.partition(":")[0]
-        return backend if value.endswith(":") and backend in OTHER_BACKENDS else None
-    return backend_of_device_string(value)
+    return None if value is None else backend_named(value, isinstance(node, cst.FormattedString))
+
+
+def backend_named(text: str, formatted: bool) -> Optional[str]:
+    """The backend a device literal's text names (``formatted``: the leading text of an
+    f-string, which must end at the index: ``f"xpu:{rank}"``)."""
+    if formatted:
+        backend = text.partition(":")[0]
+        return backend if text.endswith(":") and backend in OTHER_BACKENDS else None
+    return backend_of_device_string(text)
+
+
+def may_name_backend(text: str) -> bool:
+    """What the first stage asks of a placed string, which may be an f-string's leading text."""
+    return backend_named(text, False) is not None or backend_named(text, True) is not None
 
 
 class HardcodedBackendDevice(HardcodedCudaDevice):
@@ -66,7 +75,7 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         '`hasattr(torch, "npu") and torch.npu.is_available()`...). XLA has no check in torch '
         "itself: its literals get a suggestion only."
     )
-    triggers = Triggers(calls=DEVICE_METHODS, placed_strings=tuple(OTHER_BACKENDS))
+    triggers = Triggers(calls=DEVICE_METHODS) | Placed(may_name_backend)
     valid = (
         Valid('import torch\ndevice = torch.device("mps" if torch.backends.mps.is_available() else "cpu")\n'),
         Valid(

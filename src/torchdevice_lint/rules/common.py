@@ -36,11 +36,25 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
 
 def is_cuda_string(node: cst.CSTNode) -> bool:
     value = string_value(node)
-    if value is None:
-        return False
-    if isinstance(node, cst.FormattedString):
-        return value.startswith("cuda:")
-    return value == "cuda" or (value.startswith("cuda:") and value[5:].isdigit())
+    return value is not None and names_cuda(value, isinstance(node, cst.FormattedString))
+
+
+def names_cuda(text: str, formatted: bool) -> bool:
+    """``"cuda"``, ``"cuda:1"``, or an f-string starting ``cuda:`` (``formatted``: ``text`` is its
+    leading text)."""
+    if formatted:
+        return text.startswith("cuda:")
+    return text == "cuda" or (text.startswith("cuda:") and text[5:].isdigit())
+
+
+def may_name_cuda(text: str) -> bool:
+    """What the first stage asks of a placed string, which may be an f-string's leading text."""
+    return names_cuda(text, False) or names_cuda(text, True)
+
+
+def may_name_cuda_tensor_type(text: str) -> bool:
+    """``"torch.cuda.FloatTensor"`` and the other names ``legacy_cuda_tensor`` reads in a string."""
+    return text in CUDA_TENSOR_NAMES
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:

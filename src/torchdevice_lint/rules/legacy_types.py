@@ -6,7 +6,7 @@ from typing import Dict, Optional, Tuple
 
 from ..analysis.fixes import Applicability
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Resolved, Triggers
+from ..analysis.prefilter import Placed, Resolved
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import (
@@ -15,6 +15,7 @@ from .common import (
     display_only,
     keyword_arg,
     legacy_cuda_tensor,
+    may_name_cuda_tensor_type,
     method_name,
     positional,
 )
@@ -190,7 +191,7 @@ class CudaTensorTypeCast(Rule):
         "`isinstance` checks get a suggestion only: whether the code meant the dtype or the device "
         "cannot be known."
     )
-    triggers = Resolved(CUDA_TENSOR_NAMES) | Triggers(placed_strings="torch.cuda.")
+    triggers = Resolved(CUDA_TENSOR_NAMES) | Placed(may_name_cuda_tensor_type)
     valid = (
         Valid("import torch\ny = x.type(torch.FloatTensor)\n"),
         Valid("import torch\nok = isinstance(x, torch.Tensor)\n"),

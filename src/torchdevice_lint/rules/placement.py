@@ -7,7 +7,7 @@ from typing import Optional
 from ..analysis.fixes import Applicability
 from ..analysis.inference.vocabulary import is_parameterless_module
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
+from ..analysis.prefilter import Placed, Triggers
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import last_name, source_of, string_value
 from .common import (
@@ -17,6 +17,7 @@ from .common import (
     guard_statement_fix,
     is_cuda_string,
     legacy_cuda_tensor,
+    may_name_cuda,
     method_name,
     positional,
 )
@@ -233,7 +234,7 @@ class HardcodedCudaDevice(Rule):
         'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
         'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
-    triggers = Triggers(placed_strings="cuda")
+    triggers = Placed(may_name_cuda)
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
