@@ -172,10 +172,12 @@ def test_a_fix_stopped_at_random_points_loses_nothing(tmp_path, signal_number):
     expected = {name: fix_source(engine, name, text.decode(), unsafe=True).source.encode() for name, text in originals.items()}
     generator = random.Random(15)
     for attempt in range(3):
-        run = subprocess.Popen(FIX + [str(tree)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        run = subprocess.Popen(FIX + [str(tree)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(generator.uniform(1.0, 4.0))
         run.send_signal(signal_number)
         run.wait(timeout=120)
+        if sys.platform.startswith("linux"):  # its workers end too, and write nothing after that
+            assert _wait_for_group_to_end(run.pid) == [], f"attempt {attempt}: workers outlived the run"
         now = _files(tree)
         temporary = [name for name in now if name not in originals]
         if signal_number == signal.SIGTERM:
@@ -187,6 +189,113 @@ def test_a_fix_stopped_at_random_points_loses_nothing(tmp_path, signal_number):
     finished = subprocess.run(FIX + [str(tree)], capture_output=True, text=True, timeout=600)
     assert finished.returncode in (0, 1), finished.stderr
     assert _files(tree) == expected  # the next run removed any temporary file and fixed the rest
+
+
+# -- workers whose parent is killed ---------------------------------------------------------------
+needs_proc = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process groups from /proc")
+#: A run whose every file takes a tenth of a second longer, so its pool is busy when it is killed.
+SLOW_RUN = (
+    "import sys, time\n"
+    "from torchdevice_lint import cli\n"
+    "from torchdevice_lint.app import parallel\n"
+    "for name in ('check_file', 'fix_file'):\n"
+    "    def slow(*args, real=getattr(parallel, name), **kwargs):\n"
+    "        time.sleep(0.1)\n"
+    "        return real(*args, **kwargs)\n"
+    "    setattr(parallel, name, slow)\n"
+    "sys.exit(cli.fix_main(sys.argv[2:]) if sys.argv[1] == 'fix' else cli.lint_main(sys.argv[2:]))\n"
+)
+
+
+def _living_in_group(group):
+    """The processes of a process group that are not zombies (their parent has not reaped them)."""
+    living = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as stream:
+                state, _, process_group = stream.read().rsplit(")", 1)[1].split()[:3]
+            if int(process_group) == group and state != "Z":
+                living.append(int(pid))
+    return living
+
+
+def _wait_for_group_to_end(group, seconds=10.0):
+    """What is left of the group after ``seconds``, or [] as soon as it is gone; leftovers are
+    killed, so a failing test leaves no process behind."""
+    deadline = time.monotonic() + seconds
+    while _living_in_group(group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _living_in_group(group)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, signal.SIGKILL)
+    return left
+
+
+def _start_run(command, ready, timeout=60.0):
+    """``command`` in a session of its own (its process group holds the run and its workers),
+    once ``ready(run)`` is true."""
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not ready(run):
+        assert run.poll() is None and time.monotonic() < deadline, "the run ended before its pool started"
+        time.sleep(0.02)
+    return run
+
+
+@needs_fork
+@needs_proc
+@pytest.mark.parametrize("command", ["fix", "check"])
+def test_the_workers_of_a_killed_run_end_within_seconds(tmp_path, command):
+    paths = _tree(tmp_path, 40)
+    arguments = ["--unsafe-fixes"] if command == "fix" else ["check"]
+    run = _start_run([sys.executable, "-c", SLOW_RUN, command, *arguments, "-j", "2", "--no-cache", *paths],
+                     ready=lambda run: len(_living_in_group(run.pid)) >= 3)  # the run and two workers
+    time.sleep(0.3)
+    run.kill()
+    run.wait(timeout=60)
+    killed = time.monotonic()
+    assert _wait_for_group_to_end(run.pid, seconds=5.0) == []
+    assert time.monotonic() - killed < 5.0
+
+
+#: fsync of the first temporary file copies it to a marker file, then takes two seconds.
+SLOW_FIRST_WRITE = (
+    "import os, shutil, sys, time\n"
+    "real_fsync = os.fsync\n"
+    "def fsync(descriptor):\n"
+    "    try:\n"
+    "        os.close(os.open(sys.argv[1] + '.claimed', os.O_CREAT | os.O_EXCL))\n"
+    "    except FileExistsError:\n"
+    "        return real_fsync(descriptor)\n"
+    "    real_fsync(descriptor)\n"
+    "    shutil.copy(os.readlink(f'/proc/self/fd/{descriptor}'), sys.argv[1] + '.part')\n"
+    "    os.rename(sys.argv[1] + '.part', sys.argv[1])\n"
+    "    time.sleep(2)\n"
+    "os.fsync = fsync\n"
+    "from torchdevice_lint.cli import fix_main\n"
+    "sys.exit(fix_main(sys.argv[2:]))\n"
+)
+
+
+@needs_fork
+@needs_proc
+def test_a_worker_whose_run_is_killed_mid_write_finishes_the_file_first(tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    paths = _tree(tree, 40)
+    originals = {path: open(path, "rb").read() for path in paths}
+    engine = Engine()
+    expected = {path: fix_source(engine, path, text.decode(), unsafe=True).source.encode() for path, text in originals.items()}
+    marker = tmp_path / "being-written"
+    run = _start_run([sys.executable, "-c", SLOW_FIRST_WRITE, str(marker), "--unsafe-fixes", "-j", "2", "--no-cache", *paths],
+                     ready=lambda run: marker.exists())
+    run.kill()
+    run.wait(timeout=60)
+    assert _wait_for_group_to_end(run.pid, seconds=8.0) == []
+    now = {path: open(path, "rb").read() for path in paths}
+    assert marker.read_bytes() in now.values()  # the file in hand was written completely
+    assert all(now[path] in (originals[path], expected[path]) for path in paths)
+    assert sorted(p.name for p in tree.iterdir()) == sorted(os.path.basename(path) for path in paths)
 
 
 @pytest.mark.slow

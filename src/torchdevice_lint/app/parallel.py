@@ -14,12 +14,18 @@ its pool again gets a one-line error, and the files no worker had started go to 
 cannot stop LibCST's native parser. A checking worker also arms a second CPU timer at twice the budget
 whose signal ends the process even inside native code; its file, started longer ago than the
 budget when the pool broke, gets the over-budget error without being checked again.
+
+A worker whose parent is killed (SIGKILL, the OOM killer) ends itself: forked workers hold both
+ends of the pool's pipes, so their reads never see EOF and their writes never fail. A thread in
+each worker notices the new parent and sends the worker SIGTERM, which a file write holds back
+until the file is complete (``sources.write_source``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
@@ -36,6 +42,8 @@ MIN_FILES_PER_WORKER = 4
 #: Files handed to a worker at a time: enough to keep the pipe quiet, few enough to balance.
 MAX_BATCH = 8
 WORKER_DIED = "internal error (the process checking this file died); please report this as a bug"
+#: How often a worker looks whether the process that started it is still its parent (seconds).
+PARENT_POLL_SECONDS = 0.25
 
 _worker_engine: Optional[Engine] = None
 #: Shared with the parent: at a file's index, when a worker started checking it (monotonic clock).
@@ -57,9 +65,35 @@ def _read(path: str) -> Optional[SourceFile]:
         return None
 
 
-def _start_worker(engine: Engine, started) -> None:
+def _start_worker(engine: Engine, started, parent: int) -> None:
     global _worker_engine, _worker_started
     _worker_engine, _worker_started = engine, started
+    _exit_with_parent(parent)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker soon after ``parent`` dies, but never while it writes a file.
+
+    Nothing else ends it: each forked worker holds the write end of the pipe it reads batches
+    from and the read end of the pipe it answers on, so once the parent is gone a read never
+    sees EOF and a write to a full pipe never fails. A thread polls the parent's pid, then sends
+    this process SIGTERM: the default action ends it at once, and ``sources.write_source`` holds
+    the signal back until the file in hand is complete (it is repeated in case one lands while a
+    write restores its handlers). PR_SET_PDEATHSIG would be Linux-only and tied to the forking
+    thread; closing the inherited pipe ends would rely on the pool's internals and wait for the
+    batch to end."""
+    if os.name != "posix":  # elsewhere os.kill terminates at once, even mid-write
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler inherited from the host program
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        while True:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(PARENT_POLL_SECONDS)
+
+    threading.Thread(target=watch, name="torchdevice-exit-with-parent", daemon=True).start()
 
 
 def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_edits: bool) -> List[Tuple[int, FileResult]]:
@@ -190,7 +224,8 @@ def _pool_round(engine: Engine, items, workers: int, started, task, args, initia
     largest_first = sorted(items, key=lambda item: -len(item[2].text) if item[2] else 0)
     batch_size = max(1, min(MAX_BATCH, len(items) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=initializer, initargs=(engine, started))
+    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=initializer,
+                               initargs=(engine, started, os.getpid()))
     try:
         futures = [pool.submit(task, batch, *args) for batch in batches]
         for future in futures:
@@ -214,9 +249,9 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_fix_worker(engine: Engine, started) -> None:
+def _start_fix_worker(engine: Engine, started, parent: int) -> None:
     _ignore_interrupts()
-    _start_worker(engine, started)
+    _start_worker(engine, started, parent)
 
 
 def _fix_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], unsafe: bool, write: bool) -> List[Tuple[int, FixResult]]:
