@@ -144,6 +144,13 @@ def test_facts_reach_code_in_every_kind_of_container():
         ("TDV105", 'import torch\ntorch.set_default_device("mps")\n', True),
         ("TDV105", 'import torch\nx = torch.ones(2, device=f"xpu:{rank}")\n', True),
         ("TDV105", "import torch\nx = x.npu()\n", True),
+        # an argument that is no device: a string method's, a dict look-up's, a function named
+        # like a backend
+        ("TDV105", 'import torch\nif str(device).startswith("mps"):\n    y = 1\nwarn("npu_processor")\n', False),
+        ("TDV105", 'import torch\nname = os.environ.get("DEVICE", "mps")\nhint = "mps"\n', False),
+        ("TDV105", 'from torch import device as dev\nd = dev("mps")\n', True),
+        ("TDV105", 'import torch\nargs.eval_device = "mps"\n', True),
+        ("TDV105", 'import torch\np.add_argument("--device", default="xpu")\n', True),
         # names resolved through the imports, as the rules do: a file naming torch, cuda and
         # device or init somewhere (most model files) has no backend call for it
         ("TDV301", "import torch\nx = torch.zeros(2, device=device)\nif torch.cuda.is_available():\n    y = 1\n", False),
@@ -158,6 +165,10 @@ def test_facts_reach_code_in_every_kind_of_container():
         ("TDV501", "import torch\nstate = torch.load(path, map_location=location)\nlocation = None\n", True),
         ("TDV102", 'import torch\nif x.device.type == "cuda":\n    y = 1\n', False),
         ("TDV102", 'import torch\nx = x.to("cuda")\n', True),
+        ("TDV102", 'import torch\nname = os.environ.get("TORCH_DEVICE", "cuda")\nkind = "cuda_graph"\n', False),
+        ("TDV102", 'import torch\nstate = torch.load(path, "cuda:0")\n', True),
+        ("TDV102", 'import torch\nmodel = Net(map_location="cuda")\n', True),
+        ("TDV102", 'import torch\n\ndef f(x, *, target_device="cuda"):\n    return x\n', True),
         ("TDV201", "import torch\nx = torch.zeros(3)\nname = 'cuda'\n", False),
         ("TDV201", "import torch as th\nx = th.cuda.FloatTensor(3)\n", True),
         ("TDV202", 'import torch\n"""Works like torch.cuda.FloatTensor."""\n', False),

@@ -50,6 +50,12 @@ class Facts:
     #: a parameter default, directly or as an arm of a conditional expression: where a device
     #: literal does something (not a comparison's ``device.type == "mps"``).
     placed_strings: Set[str] = field(default_factory=set)
+    #: The placed strings that stand where TDV102 and TDV105 report a device literal: a
+    #: ``device=``, ``map_location=``, ``type=`` or ``default=`` argument; a positional argument of
+    #: a bare name's call, of ``.to``, ``.device``, ``.set_default_device`` or ``.load``; a value
+    #: assigned to a name or attribute whose last name holds "device"; a ``device...``
+    #: parameter's default. Not ``str(device).startswith("mps")`` nor ``environ.get(k, "cuda")``.
+    device_strings: Set[str] = field(default_factory=set)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
     #: (last name of the called expression, shape of its first positional argument) for every
@@ -99,7 +105,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
-    place = facts.placed_strings.update
+    place, place_device = facts.placed_strings.update, facts.device_strings.update
     imports, references, dotted_calls, seeds = facts.imports, facts.references, facts.dotted_calls, facts.seeds
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     AST, child_fields = ast.AST, _CHILD_FIELDS.get
@@ -149,10 +155,17 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                             if shape is not None:
                                 first_arguments.add((called, shape))
                             break
+                takes_device = type(func) is Name or called in DEVICE_TAKING_METHODS
                 for argument in node.args:
-                    place(_strings_of(argument.value if type(argument) is Starred else argument))
+                    texts = _strings_of(argument.value if type(argument) is Starred else argument)
+                    place(texts)
+                    if takes_device:
+                        place_device(texts)
                 for keyword in node.keywords:
-                    place(_strings_of(keyword.value))
+                    texts = _strings_of(keyword.value)
+                    place(texts)
+                    if keyword.arg in DEVICE_KEYWORDS:
+                        place_device(texts)
                     if keyword.arg is not None:
                         keywords.add(keyword.arg)
                         shape = _shape(keyword.value)
@@ -169,11 +182,20 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                 for local, name in import_aliases(node).items():
                     imports.setdefault(local, set()).add(name)
             elif kind is ast.Assign or (kind is ast.AnnAssign and node.value is not None):
-                place(_strings_of(node.value))
+                texts = _strings_of(node.value)
+                place(texts)
+                if any(_names_a_device(target) for target in (node.targets if kind is ast.Assign else (node.target,))):
+                    place_device(texts)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
-                for default in (*node.args.defaults, *node.args.kw_defaults):
+                arguments = node.args
+                positional = (*arguments.posonlyargs, *arguments.args)
+                defaulted = zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults)
+                for parameter, default in (*defaulted, *zip(arguments.kwonlyargs, arguments.kw_defaults)):
                     if default is not None:
-                        place(_strings_of(default))
+                        texts = _strings_of(default)
+                        place(texts)
+                        if "device" in parameter.arg.lower():
+                            place_device(texts)
                 if kind is not ast.Lambda:
                     identifiers.add(node.name)
             elif kind is ast.ClassDef:
@@ -202,6 +224,23 @@ _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 def _child_fields(kind: type) -> Tuple[str, ...]:
     fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
     return fields
+
+
+#: Methods (and, by their last name, functions) whose positional arguments can be a device:
+#: ``x.to("cuda")``, ``torch.device("cuda")``, ``torch.set_default_device("mps")``,
+#: ``torch.load(f, "cuda")``. Any bare name's call is counted too (``dev("cuda")`` after
+#: ``from torch import device as dev``).
+DEVICE_TAKING_METHODS = frozenset({"to", "device", "set_default_device", "load"})
+#: Keyword arguments that can be a device: ``device=``, ``map_location=``,
+#: ``torch.device(type=...)``, ``add_argument("--device", default=...)``.
+DEVICE_KEYWORDS = frozenset({"device", "map_location", "type", "default"})
+
+
+def _names_a_device(target: ast.expr) -> bool:
+    """A name or attribute whose last name holds "device" (``device``, ``args.eval_device``)."""
+    kind = type(target)
+    name = target.id if kind is ast.Name else target.attr if kind is ast.Attribute else None
+    return name is not None and "device" in name.lower()
 
 
 def _strings_of(node: ast.expr) -> Tuple[str, ...]:
@@ -251,25 +290,23 @@ class Triggers(Trigger):
     ``calls``: a call whose function ends in this name (``.cuda(...)``).
     ``keywords``: a call with this keyword argument.
     ``strings``: a string literal (or an f-string's literal text) starting with this.
-    ``placed_strings``: the same, among ``Facts.placed_strings`` (passed, assigned or defaulted).
     ``bases``: a class with a base whose last name ends with this.
     ``text``: this anywhere in the file's text, comments included.
 
     ``names`` is the loosest of these: ``Resolved`` asks what a name resolves to.
     """
 
-    def __init__(self, names=(), calls=(), keywords=(), strings=(), placed_strings=(), bases=(), text=()) -> None:
+    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=(), text=()) -> None:
         self.names = _frozen(names)
         self.calls = _frozen(calls)
         self.keywords = _frozen(keywords)
         self.strings = tuple(sorted(_frozen(strings)))
-        self.placed_strings = tuple(sorted(_frozen(placed_strings)))
         self.bases = tuple(sorted(_frozen(bases)))
         self.text = tuple(sorted(_frozen(text)))
         self._dotted = tuple(tuple(name.split(".")) for name in sorted(self.names))
 
     def __repr__(self) -> str:
-        fields = ("names", "calls", "keywords", "strings", "placed_strings", "bases", "text")
+        fields = ("names", "calls", "keywords", "strings", "bases", "text")
         shown = ", ".join(f"{name}={sorted(getattr(self, name))}" for name in fields if getattr(self, name))
         return f"Triggers({shown})"
 
@@ -281,8 +318,6 @@ class Triggers(Trigger):
             return True
         if self.strings and any(text.startswith(self.strings) for text in facts.strings):
             return True
-        if self.placed_strings and any(text.startswith(self.placed_strings) for text in facts.placed_strings):
-            return True
         if self.bases and any(base.endswith(self.bases) for base in facts.bases):
             return True
         return any(text in facts.source for text in self.text)
@@ -291,16 +326,18 @@ class Triggers(Trigger):
 class Placed(Trigger):
     """A placed string (``Facts.placed_strings``: passed, assigned or defaulted, or the leading
     text of such an f-string) that ``accepts`` takes: the rule's own test of a literal's text,
-    so ``"cuda_graph"`` does not pass where only ``"cuda"`` or ``"cuda:N"`` can be reported."""
+    so ``"cuda_graph"`` does not pass where only ``"cuda"`` or ``"cuda:N"`` can be reported.
+    ``as_device``: only among those standing where a device is (``Facts.device_strings``)."""
 
-    def __init__(self, accepts: Callable[[str], bool]) -> None:
+    def __init__(self, accepts: Callable[[str], bool], as_device: bool = False) -> None:
         self.accepts = accepts
+        self.as_device = as_device
 
     def __repr__(self) -> str:
-        return f"Placed({getattr(self.accepts, '__name__', self.accepts)})"
+        return f"Placed({getattr(self.accepts, '__name__', self.accepts)}, as_device={self.as_device})"
 
     def matches(self, facts: Facts) -> bool:
-        return any(self.accepts(text) for text in facts.placed_strings)
+        return any(self.accepts(text) for text in (facts.device_strings if self.as_device else facts.placed_strings))
 
 
 class Arguments(Trigger):

@@ -75,7 +75,7 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         '`hasattr(torch, "npu") and torch.npu.is_available()`...). XLA has no check in torch '
         "itself: its literals get a suggestion only."
     )
-    triggers = Triggers(calls=DEVICE_METHODS) | Placed(may_name_backend)
+    triggers = Triggers(calls=DEVICE_METHODS) | Placed(may_name_backend, as_device=True)
     valid = (
         Valid('import torch\ndevice = torch.device("mps" if torch.backends.mps.is_available() else "cpu")\n'),
         Valid(

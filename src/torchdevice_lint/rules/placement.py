@@ -234,7 +234,7 @@ class HardcodedCudaDevice(Rule):
         'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
         'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
-    triggers = Placed(may_name_cuda)
+    triggers = Placed(may_name_cuda, as_device=True)
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
