@@ -87,13 +87,13 @@ class FlagDefaults:
             found: Dict[str, Optional[bool]] = {}
             from .walk import nodes_of
 
-            calls = nodes_of(self.module, cst.Call)
-            for call in (c for c in calls if isinstance(c.func, cst.Attribute) and c.func.attr.value == "add_argument"):
+            nodes = nodes_of(self.module, cst.Call, cst.Assign)  # one walk of the module for both
+            for call in (n for n in nodes if type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value == "add_argument"):
                 dest, default = _argparse_flag(call)
                 if dest is not None and default is not None:
                     found.setdefault(dest, default)
             derived = set()
-            for assign in _assignments(self.module, cst.Attribute):
+            for assign in (n for n in nodes if type(n) is cst.Assign and _single_target(n, cst.Attribute)):
                 name = assign.targets[0].target.attr.value
                 if mentions_availability(assign.value):
                     derived.add(name)
@@ -112,7 +112,11 @@ def _assignments(root: cst.CSTNode, target_type: type) -> list:
     (``matchers.findall`` would rebuild the whole tree: about a LibCST parse for a module)."""
     from .walk import nodes_of
 
-    return [a for a in nodes_of(root, cst.Assign) if len(a.targets) == 1 and type(a.targets[0].target) is target_type]
+    return [a for a in nodes_of(root, cst.Assign) if _single_target(a, target_type)]
+
+
+def _single_target(assign: cst.Assign, target_type: type) -> bool:
+    return len(assign.targets) == 1 and type(assign.targets[0].target) is target_type
 
 
 def _argparse_flag(call: cst.Call):
