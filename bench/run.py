@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -247,7 +246,7 @@ def run(args: argparse.Namespace) -> List[str]:
         [("libcst.parse_module", parse_command, None), ("check -j1 --no-cache, 100%", check_command(files, "-j1", "--no-cache"), None)],
         files, args.pair_runs,
     )
-    parse = add(median(rounds["libcst.parse_module"], "libcst.parse_module"))
+    add(median(rounds["libcst.parse_module"], "libcst.parse_module"))
     by_share = {}
     for share in (0.25, 0.5):
         subset = fraction(files, share)
@@ -299,7 +298,7 @@ def run(args: argparse.Namespace) -> List[str]:
             parse_us.append(f"{parsed.cpu / parsed.lines * 1e6:.0f}")
         sizes = "/".join(f"{lines // 1000}k" for lines in args.linear_lines)
         ratios.append((f"check cpu us/line, one file of {sizes} lines (start-up off)", " / ".join(check_us), "flat"))
-        ratios.append((f"libcst.parse_module cpu us/line, same files", " / ".join(parse_us), "(LibCST's own)"))
+        ratios.append(("libcst.parse_module cpu us/line, same files", " / ".join(parse_us), "(LibCST's own)"))
 
     if args.torchfix_share > 0:
         subset = fraction(corpus, args.torchfix_share)

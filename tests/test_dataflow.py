@@ -8,6 +8,7 @@ import pytest
 
 from torchdevice_lint.analysis.inference import infer_tree
 from torchdevice_lint.analysis.positions import cst_nodes_at, statement_first_lines
+from torchdevice_lint.analysis.prefilter import parse_facts
 from torchdevice_lint.analysis.pyparse import compile_python
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.engine import Engine
@@ -153,7 +154,7 @@ def _unlocated(source):
     """Nodes the inference reports that ``cst_nodes_at`` does not find in LibCST's tree, with
     the statements placed by CPython's tree and without (every statement generated)."""
     tree = compile_python(source)
-    nodes = infer_tree(tree, source).reported_nodes()
+    nodes = parse_facts(source, tree).inferred().reported_nodes()
     module = cst.parse_module(source)
     missing = []
     for first_lines in (statement_first_lines(module, tree), None):
@@ -217,5 +218,6 @@ def inference_events(inference):
 def test_functions_without_seeds_are_skipped_without_changing_the_inference(source):
     """The walk skips every function that holds no seed (``FileAnalysis.seeds``): what it finds
     is what walking every function finds."""
-    tree = compile_python(source)
-    assert inference_events(infer_tree(tree, source)) == inference_events(infer_tree(tree, source, walk_every_function=True))
+    facts = parse_facts(source)
+    walking_all = infer_tree(facts.tree, source, facts, walk_every_function=True)
+    assert inference_events(facts.inferred()) == inference_events(walking_all)

@@ -26,7 +26,7 @@ from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.analysis.prefilter import parse_facts
 from torchdevice_lint.analysis.inference import infer_tree
-from torchdevice_lint.analysis.pyparse import Unparsable, compile_python
+from torchdevice_lint.analysis.pyparse import Unparsable
 
 settings.register_profile(
     "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -100,9 +100,9 @@ def test_check_reports_generated_programs_without_errors(source):
 
 @given(programs())
 def test_the_inference_finds_the_same_when_it_skips_functions_without_seeds(source):
-    tree = compile_python(source)
-    skipping, walking_all = infer_tree(tree, source), infer_tree(tree, source, walk_every_function=True)
-    assert inference_events(skipping) == inference_events(walking_all)
+    facts = parse_facts(source)
+    walking_all = infer_tree(facts.tree, source, facts, walk_every_function=True)
+    assert inference_events(facts.inferred()) == inference_events(walking_all)
 
 
 @given(random_programs())

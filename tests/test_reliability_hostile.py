@@ -1,7 +1,6 @@
 """Regression tests for issue 15: hostile input and unlucky users. Each test failed before its
 fix; docs/reliability.md lists the promise each one proves."""
 
-import ast
 import json
 import os
 import signal
@@ -16,7 +15,8 @@ from torchdevice_lint.analysis import batched
 from torchdevice_lint.analysis import noqa
 from torchdevice_lint.analysis.engine import Engine
 from torchdevice_lint.analysis.fixer import fix_source
-from torchdevice_lint.analysis.inference import calls, infer_tree
+from torchdevice_lint.analysis.inference import calls
+from torchdevice_lint.analysis.prefilter import parse_facts
 from torchdevice_lint.analysis.settings import Settings
 from torchdevice_lint.app import cache as cache_module
 from torchdevice_lint.app import parallel, runner, sources
@@ -90,7 +90,7 @@ def test_a_long_line_with_many_findings_is_searched_for_noqa_once(monkeypatch):
 def test_environments_kept_for_factory_fixes_are_bounded(monkeypatch):
     monkeypatch.setattr(calls, "MAX_RECORDED_ENTRIES", 1000)
     source = "import torch\n" + "".join(f"a{i} = torch.zeros(3)\n" for i in range(300))
-    inference = infer_tree(ast.parse(source), source)
+    inference = parse_facts(source).inferred()
     assert sum(len(env) for env in inference.factory_sites.values()) <= 1000  # 300 copies: 45,150
     assert inference.recorded_entries <= 1000
 

@@ -233,15 +233,11 @@ class FileAnalysis:
         return None
 
 
-def infer_tree(tree: ast.Module, source: str, facts: Optional["Facts"] = None, walk_every_function: bool = False) -> FileInference:
+def infer_tree(tree: ast.Module, source: str, facts: "Facts", walk_every_function: bool = False) -> FileInference:
     """The device inference of one file, on CPython's tree: the TDV4xx rules and TDV601 read
-    it, and the first stage asks it whether they have anything to report. ``facts`` are the
-    first stage's for this tree (collected here without them); ``walk_every_function`` also
-    walks the functions that hold no seed, as a reference for the tests."""
-    if facts is None:
-        from ..prefilter import parse_facts
-
-        facts = parse_facts(source, tree)
+    it, and the first stage asks it whether they have anything to report (``Facts.inferred``).
+    ``facts`` are the first stage's for this tree (where its seeds are); ``walk_every_function``
+    also walks the functions that hold no seed, as a reference for the tests."""
     return FileAnalysis(SourceContext(tree, source), facts, walk_every_function).run()
 
 

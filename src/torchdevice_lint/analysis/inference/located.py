@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from .file import infer_tree
 from .values import FileInference
 
 if TYPE_CHECKING:
@@ -22,7 +21,9 @@ def infer(ctx: "FileContext") -> FileInference:
     """The file's inference: the first stage's, or computed here when the engine ran without
     it (one CPython parse)."""
     if ctx.inference is None:
-        ctx.inference = infer_tree(ctx.python_tree(), ctx.source)
+        from ..prefilter import parse_facts
+
+        ctx.inference = parse_facts(ctx.source, ctx.python_tree()).inferred()
     return ctx.inference
 
 

@@ -128,8 +128,8 @@ def child_blocks(statement: ast.stmt) -> List[Sequence[ast.stmt]]:
     """The statement lists nested in a compound statement (not in nested functions' bodies:
     those are statements of their own)."""
     blocks: List[Sequence[ast.stmt]] = []
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(statement, field, None)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
         if isinstance(block, list) and block:
             blocks.append(block)
     for handler in getattr(statement, "handlers", ()):
