@@ -1,3 +1,3 @@
 """torchdevice-lint: find and fix device-portability hazards in PyTorch code."""
 
-__version__ = "0.1.2"
+__version__ = "0.1.3"
