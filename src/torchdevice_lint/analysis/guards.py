@@ -39,7 +39,7 @@ def delegates_to_cuda(function_name: str) -> bool:
     return name == "cuda" or name.endswith(("to_cuda", "to_gpu"))
 
 
-def _flag_name(name: str) -> int:
+def flag_name_sign(name: str) -> int:
     """``use_cuda``/``args.gpu`` read as CUDA flags; ``no_cuda``/``cpu_only`` as their negation."""
     lowered = name.lower()
     if not ("cuda" in lowered or "gpu" in lowered):
@@ -90,7 +90,7 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
         if last == "startswith" and isinstance(test.func, cst.Attribute) and test.args:
             return _compare_device_string(string_value(test.args[0].value))
         if last is not None:
-            return _flag_name(last) if last.startswith(("is_", "has_", "use_", "can_", "on_", "no_")) else NEUTRAL
+            return flag_name_sign(last) if last.startswith(("is_", "has_", "use_", "can_", "on_", "no_")) else NEUTRAL
         return NEUTRAL
     if isinstance(test, cst.Comparison):
         return _classify_comparison(test, qualname)
@@ -98,7 +98,7 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
         name = last_name(test)
         if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
             return POSITIVE
-        sign = _flag_name(name) if name else NEUTRAL
+        sign = flag_name_sign(name) if name else NEUTRAL
         if sign != NEUTRAL and flag_default is not None:
             default = flag_default(test)
             if default is not None and default == (sign == POSITIVE):
@@ -122,7 +122,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     left, right = test.left, target.comparator
     # args.gpu is not None / self.cuda_device is None
     if isinstance(right, cst.Name) and right.value == "None" and isinstance(operator, (cst.Is, cst.IsNot)):
-        flag = _flag_name(last_name(left) or "")
+        flag = flag_name_sign(last_name(left) or "")
         return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):

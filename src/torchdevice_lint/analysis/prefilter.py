@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from itertools import product
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .inference.nodes import SEED_METHODS, Seeds, dotted_name, fstring_head, import_aliases, literal_string
 from .inference.vocabulary import FLOAT64_NAMES
@@ -27,6 +27,7 @@ from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
     from .inference import FileInference
+    from .sureguards import Coverage
 
 
 #: The shape of an integer literal in ``Facts.first_arguments`` and ``Facts.keyword_values``
@@ -50,12 +51,12 @@ class Facts:
     #: a parameter default, directly or as an arm of a conditional expression: where a device
     #: literal does something (not a comparison's ``device.type == "mps"``).
     placed_strings: Set[str] = field(default_factory=set)
-    #: The placed strings that stand where TDV102 and TDV105 report a device literal: a
+    #: The placed strings (-> their literals) that stand where TDV102 and TDV105 report a device literal: a
     #: ``device=``, ``map_location=``, ``type=`` or ``default=`` argument; a positional argument of
     #: a bare name's call, of ``.to``, ``.device``, ``.set_default_device`` or ``.load``; a value
     #: assigned to a name or attribute whose last name holds "device"; a ``device...``
     #: parameter's default. Not ``str(device).startswith("mps")`` nor ``environ.get(k, "cuda")``.
-    device_strings: Set[str] = field(default_factory=set)
+    device_strings: Dict[str, List[ast.expr]] = field(default_factory=dict)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
     #: (last name of the called expression, shape of its first positional argument) for every
@@ -76,12 +77,27 @@ class Facts:
     dotted_calls: Dict[str, List[ast.Call]] = field(default_factory=dict)
     #: Where the device inference can start, by line (the calls by name are in ``dotted_calls``).
     seeds: Seeds = field(default_factory=Seeds)
+    #: The calls whose function's last name is one of ``KEPT_CALLS``, by that name.
+    calls_named: Dict[str, List[ast.Call]] = field(default_factory=dict)
+    #: ``if`` statements, conditional expressions and boolean operations, and every function
+    #: and class: where ``sureguards`` looks for availability checks.
+    conditions: List[ast.AST] = field(default_factory=list)
+    definitions: List[ast.AST] = field(default_factory=list)
+    coverage: Optional["Coverage"] = None
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
     #: The tree, for the device inference (``Inferred``).
     tree: Optional[ast.Module] = None
     #: The device inference of the file, once a trigger asked for it.
     inference: Optional["FileInference"] = None
+
+    def surely_guarded(self, node: ast.AST) -> bool:
+        """Whether ``node`` stands where a check that ``sureguards`` reads for certain covers it."""
+        if self.coverage is None:
+            from .sureguards import Coverage, covered_spans
+
+            self.coverage = Coverage(covered_spans(self.conditions, self.definitions))
+        return self.coverage.covers(node)
 
     def inferred(self) -> "FileInference":
         if self.inference is None:
@@ -105,7 +121,15 @@ def _collect(tree: ast.AST, source: str) -> Facts:
         facts.identifiers, facts.calls, facts.keywords, facts.strings, facts.bases
     )
     first_arguments, keyword_values = facts.first_arguments, facts.keyword_values
-    place, place_device = facts.placed_strings.update, facts.device_strings.update
+    placed_strings, device_strings = facts.placed_strings, facts.device_strings
+    conditions, definitions = facts.conditions, facts.definitions
+
+    def place(literals: Tuple[Tuple[str, ast.expr], ...]) -> None:
+        placed_strings.update(text for text, _ in literals)
+
+    def place_device(literals: Tuple[Tuple[str, ast.expr], ...]) -> None:
+        for text, literal in literals:
+            device_strings.setdefault(text, []).append(literal)
     imports, references, dotted_calls, seeds = facts.imports, facts.references, facts.dotted_calls, facts.seeds
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     AST, child_fields = ast.AST, _CHILD_FIELDS.get
@@ -147,6 +171,8 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                     dotted_calls.setdefault(dotted, []).append(node)
                 if called in SEED_METHODS and type(func) is Attribute:
                     seeds.see_call(called, node.lineno)
+                if called in KEPT_CALLS:
+                    facts.calls_named.setdefault(called, []).append(node)
                 if called is not None:
                     calls.add(called)
                     for argument in node.args:
@@ -157,15 +183,17 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                             break
                 takes_device = type(func) is Name or called in DEVICE_TAKING_METHODS
                 for argument in node.args:
-                    texts = _strings_of(argument.value if type(argument) is Starred else argument)
-                    place(texts)
-                    if takes_device:
-                        place_device(texts)
+                    literals = _strings_of(argument.value if type(argument) is Starred else argument)
+                    if literals:
+                        place(literals)
+                        if takes_device:
+                            place_device(literals)
                 for keyword in node.keywords:
-                    texts = _strings_of(keyword.value)
-                    place(texts)
-                    if keyword.arg in DEVICE_KEYWORDS:
-                        place_device(texts)
+                    literals = _strings_of(keyword.value)
+                    if literals:
+                        place(literals)
+                        if keyword.arg in DEVICE_KEYWORDS:
+                            place_device(literals)
                     if keyword.arg is not None:
                         keywords.add(keyword.arg)
                         shape = _shape(keyword.value)
@@ -182,23 +210,30 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                 for local, name in import_aliases(node).items():
                     imports.setdefault(local, set()).add(name)
             elif kind is ast.Assign or (kind is ast.AnnAssign and node.value is not None):
-                texts = _strings_of(node.value)
-                place(texts)
-                if any(_names_a_device(target) for target in (node.targets if kind is ast.Assign else (node.target,))):
-                    place_device(texts)
+                literals = _strings_of(node.value)
+                if literals:
+                    place(literals)
+                    if any(_names_a_device(target) for target in (node.targets if kind is ast.Assign else (node.target,))):
+                        place_device(literals)
+            elif kind is ast.If or kind is ast.IfExp or kind is ast.BoolOp:
+                conditions.append(node)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
+                if kind is not ast.Lambda:
+                    definitions.append(node)
                 arguments = node.args
                 positional = (*arguments.posonlyargs, *arguments.args)
                 defaulted = zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults)
                 for parameter, default in (*defaulted, *zip(arguments.kwonlyargs, arguments.kw_defaults)):
                     if default is not None:
-                        texts = _strings_of(default)
-                        place(texts)
-                        if "device" in parameter.arg.lower():
-                            place_device(texts)
+                        literals = _strings_of(default)
+                        if literals:
+                            place(literals)
+                            if "device" in parameter.arg.lower():
+                                place_device(literals)
                 if kind is not ast.Lambda:
                     identifiers.add(node.name)
             elif kind is ast.ClassDef:
+                definitions.append(node)
                 identifiers.add(node.name)
                 for base in node.bases:
                     if type(base) is Name:
@@ -231,6 +266,8 @@ def _child_fields(kind: type) -> Tuple[str, ...]:
 #: ``torch.load(f, "cuda")``. Any bare name's call is counted too (``dev("cuda")`` after
 #: ``from torch import device as dev``).
 DEVICE_TAKING_METHODS = frozenset({"to", "device", "set_default_device", "load"})
+#: The calls ``Facts.calls_named`` keeps, by the last name of their function (TDV101's).
+KEPT_CALLS = frozenset({"cuda"})
 #: Keyword arguments that can be a device: ``device=``, ``map_location=``,
 #: ``torch.device(type=...)``, ``add_argument("--device", default=...)``.
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "type", "default"})
@@ -243,13 +280,14 @@ def _names_a_device(target: ast.expr) -> bool:
     return name is not None and "device" in name.lower()
 
 
-def _strings_of(node: ast.expr) -> Tuple[str, ...]:
-    """The string a value is, or the strings its conditional expression's arms are."""
+def _strings_of(node: ast.expr) -> Tuple[Tuple[str, ast.expr], ...]:
+    """The string a value is, or the strings its conditional expression's arms are, each with
+    its literal."""
     kind = type(node)
     if kind is ast.IfExp:
         return _strings_of(node.body) + _strings_of(node.orelse)
     text = literal_string(node) if kind is ast.Constant else fstring_head(node) if kind is ast.JoinedStr else None
-    return () if text is None else (text,)
+    return () if text is None else ((text, node),)
 
 
 def _shape(node: ast.expr) -> Optional[str]:
@@ -340,6 +378,22 @@ class Placed(Trigger):
         return any(self.accepts(text) for text in (facts.device_strings if self.as_device else facts.placed_strings))
 
 
+class Unguarded(Trigger):
+    """``inner``, and one of its candidates (``candidates(facts)``: the nodes the rule may
+    report) outside what the availability checks the first stage reads for certain cover
+    (``sureguards``): for rules that report nothing where ``ctx.guarded`` holds."""
+
+    def __init__(self, inner: Trigger, candidates: Callable[[Facts], Iterable[ast.AST]]) -> None:
+        self.inner = inner
+        self.candidates = candidates
+
+    def __repr__(self) -> str:
+        return f"Unguarded({self.inner!r})"
+
+    def matches(self, facts: Facts) -> bool:
+        return self.inner.matches(facts) and any(not facts.surely_guarded(node) for node in self.candidates(facts))
+
+
 class Arguments(Trigger):
     """A call given one of ``values`` (``INTEGER``, or a last name, compared lowercased): as
     the first positional argument of a call whose function ends in one of ``calls`` (or is a
@@ -380,17 +434,22 @@ class Resolved(Trigger):
         return f"Resolved(names={sorted(self.names)}, calls={self.calls})"
 
     def matches(self, facts: Facts) -> bool:
-        imports = facts.imports
-        if not self.calls and any(not self.names.isdisjoint(bound) for bound in imports.values()):
+        if self.calls:
+            return next(self.matching_calls(facts), None) is not None
+        if any(not self.names.isdisjoint(bound) for bound in facts.imports.values()):
             return True
-        for dotted in facts.dotted_calls if self.calls else facts.references:
-            head, dot, rest = dotted.partition(".")
-            bound = imports.get(head)
-            if bound is None or not any(base + dot + rest in self.names for base in bound):
-                continue
-            if self.accepts is None or any(self.accepts(call) for call in facts.dotted_calls[dotted]):
-                return True
-        return False
+        return any(self._resolves(dotted, facts) for dotted in facts.references)
+
+    def matching_calls(self, facts: Facts) -> Iterator[ast.Call]:
+        """The calls whose function resolves to one of ``names`` (and that ``accepts`` takes)."""
+        for dotted, calls in facts.dotted_calls.items():
+            if self._resolves(dotted, facts):
+                yield from (call for call in calls if self.accepts is None or self.accepts(call))
+
+    def _resolves(self, dotted: str, facts: Facts) -> bool:
+        head, dot, rest = dotted.partition(".")
+        bound = facts.imports.get(head)
+        return bound is not None and any(base + dot + rest in self.names for base in bound)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..analysis.fixes import Applicability, ImportSpec
 from ..analysis.lazycst import cst
-from ..analysis.prefilter import Resolved, Triggers
+from ..analysis.prefilter import Resolved, Triggers, Unguarded
 from ..analysis.rule import Invalid, Rule, Valid
 from ..analysis.syntax import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
@@ -78,6 +78,13 @@ def raising_backend_call(name: str):
     return (backend, leaf) if leaf in calls else None
 
 
+RAISING_CALLS = Resolved(
+    [f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS]
+    + [f"torch.{backend}.{leaf}" for backend, leaves in RAISING_BACKEND_CALLS.items() for leaf in leaves],
+    calls=True,
+)
+
+
 class UnguardedCudaApi(Rule):
     code = "TDV301"
     name = "unguarded-cuda-api"
@@ -110,11 +117,7 @@ class UnguardedCudaApi(Rule):
         "`torch.accelerator.is_available()`), which keeps machines with the backend unchanged. A call whose value is used (an assignment, an argument, "
         "a `with` item) gets a suggestion only."
     )
-    triggers = Resolved(
-        [f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS]
-        + [f"torch.{backend}.{leaf}" for backend, leaves in RAISING_BACKEND_CALLS.items() for leaf in leaves],
-        calls=True,
-    )
+    triggers = Unguarded(RAISING_CALLS, RAISING_CALLS.matching_calls)
     valid = (
         Valid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
         Valid("import torch\nif torch.backends.mps.is_available():\n    torch.mps.synchronize()\n    torch.mps.empty_cache()\n"),

@@ -1,0 +1,109 @@
+"""The availability checks the first stage reads on CPython's tree, for certain.
+
+``guards.classify`` decides a condition's sign with the file's imports and its user-flag
+defaults, which only the LibCST pass knows. Some conditions have the same sign whatever those
+are: ``torch.cuda.is_available()`` (any call named ``is_available`` or ``device_count``),
+``self.cuda_device is not None`` (a name read as a flag, never a flag's default), and ``not``
+and ``and`` of them. The batched pass only ever adds guard coverage, so what these cover (an
+``if`` branch, a conditional expression's arm, the rest of an ``and``, the body of a
+``def cuda(self)`` override or of a CUDA-skipping test) is guarded for the rules that ask
+``ctx.guarded`` (``prefilter.Unguarded``): a file whose candidates all stand there is not
+parsed with LibCST for them. What this module cannot read for certain it leaves uncovered.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_right
+from itertools import accumulate
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from . import guards
+from .inference.nodes import dotted_name, last_name
+
+Position = Tuple[int, int]
+#: The sign ``guards.classify`` gives, or None when it may depend on the imports or flags.
+Sign = Optional[int]
+
+
+def sign(test: ast.expr) -> Sign:
+    """``guards.classify(test)`` where it holds for any imports and flag defaults, else None."""
+    kind = type(test)
+    if kind is ast.UnaryOp and type(test.op) is ast.Not:
+        inner = sign(test.operand)
+        return None if inner is None else -inner
+    if kind is ast.BoolOp and type(test.op) is ast.And:
+        signs = [sign(value) for value in test.values]
+        if guards.POSITIVE in signs:
+            return guards.POSITIVE  # one conjunct that proves CUDA is enough, however nested
+        if None in signs:
+            return None
+        return guards.NEGATIVE if all(s == guards.NEGATIVE for s in signs) else guards.NEUTRAL
+    if kind is ast.Call:
+        return guards.POSITIVE if last_name(test.func) in ("is_available", "device_count") else None
+    if kind is ast.Compare and len(test.ops) == 1 and type(test.ops[0]) in (ast.Is, ast.IsNot):
+        right = test.comparators[0]
+        if type(right) is ast.Constant and right.value is None:
+            flag = guards.flag_name_sign(last_name(test.left) or "")
+            return flag if type(test.ops[0]) is ast.IsNot else -flag
+    return None
+
+
+def _span(nodes: Sequence[ast.AST]) -> Tuple[Position, Position]:
+    first, last = nodes[0], nodes[-1]
+    return (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
+
+
+def covered_spans(conditions: Iterable[ast.AST], definitions: Iterable[ast.AST]) -> List[Tuple[Position, Position]]:
+    """The source spans the checks among ``conditions`` (``if`` statements, conditional
+    expressions, ``and`` operations) and ``definitions`` (functions and classes) cover."""
+    spans = []
+    for node in conditions:
+        kind = type(node)
+        if kind is ast.If or kind is ast.IfExp:
+            decided = sign(node.test)
+            if decided == guards.POSITIVE:
+                spans.append(_span(node.body if kind is ast.If else [node.body]))
+            elif decided == guards.NEGATIVE and node.orelse:
+                spans.append(_span(node.orelse if kind is ast.If else [node.orelse]))
+        elif kind is ast.BoolOp and type(node.op) is ast.And:
+            for index, value in enumerate(node.values[:-1]):
+                if sign(value) == guards.POSITIVE:
+                    spans.append(_span(node.values[index + 1:]))
+                    break
+    for node in definitions:
+        if _guards_its_body(node):
+            spans.append(_span(node.body))
+    return spans
+
+
+def _guards_its_body(definition: ast.AST) -> bool:
+    """``def cuda(self)`` and ``move_to_cuda`` helpers; a decorator named for CUDA or a GPU, or
+    ``skipif(not <available>)`` / ``skipunless(<available>)`` (the batched pass's ``_scope``)."""
+    if type(definition) is not ast.ClassDef and guards.delegates_to_cuda(definition.name):
+        return True
+    for decorator in definition.decorator_list:
+        target = decorator.func if type(decorator) is ast.Call else decorator
+        last = (dotted_name(target) or "").lower().rsplit(".", 1)[-1]
+        if guards.names_cuda(last):
+            return True
+        if type(decorator) is ast.Call and decorator.args and last in ("skipif", "skipunless"):
+            if sign(decorator.args[0]) == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE):
+                return True
+    return False
+
+
+class Coverage:
+    """Answers whether a node starts inside a covered span."""
+
+    def __init__(self, spans: List[Tuple[Position, Position]]) -> None:
+        spans.sort()
+        self.starts = [start for start, _ in spans]
+        # the furthest end among the spans starting at or before each one: a position is
+        # covered when a span that starts before it ends after it
+        self.reach = list(accumulate((end for _, end in spans), max))
+
+    def covers(self, node: ast.AST) -> bool:
+        position = (node.lineno, node.col_offset)
+        index = bisect_right(self.starts, position) - 1
+        return index >= 0 and self.reach[index] > position
