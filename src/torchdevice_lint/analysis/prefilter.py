@@ -83,6 +83,7 @@ class Facts:
     #: and class: where ``sureguards`` looks for availability checks.
     conditions: List[ast.AST] = field(default_factory=list)
     definitions: List[ast.AST] = field(default_factory=list)
+    #: What those checks cover, once a trigger asked (``surely_guarded``).
     coverage: Optional["Coverage"] = None
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
@@ -130,6 +131,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
     def place_device(literals: Tuple[Tuple[str, ast.expr], ...]) -> None:
         for text, literal in literals:
             device_strings.setdefault(text, []).append(literal)
+
     imports, references, dotted_calls, seeds = facts.imports, facts.references, facts.dotted_calls, facts.seeds
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
     AST, child_fields = ast.AST, _CHILD_FIELDS.get
@@ -377,21 +379,24 @@ class Placed(Trigger):
     def matches(self, facts: Facts) -> bool:
         return any(self.accepts(text) for text in (facts.device_strings if self.as_device else facts.placed_strings))
 
+    def literals(self, facts: Facts) -> List[ast.expr]:
+        """With ``as_device``: the literals of the strings ``accepts`` takes."""
+        return [literal for text, literals in facts.device_strings.items() if self.accepts(text) for literal in literals]
+
 
 class Unguarded(Trigger):
-    """``inner``, and one of its candidates (``candidates(facts)``: the nodes the rule may
-    report) outside what the availability checks the first stage reads for certain cover
-    (``sureguards``): for rules that report nothing where ``ctx.guarded`` holds."""
+    """A candidate (``candidates(facts)``: the nodes a rule may report) outside what the
+    availability checks the first stage reads for certain cover (``sureguards``): for rules that
+    report nothing where ``ctx.guarded`` holds. No candidate at all is no match either."""
 
-    def __init__(self, inner: Trigger, candidates: Callable[[Facts], Iterable[ast.AST]]) -> None:
-        self.inner = inner
+    def __init__(self, candidates: Callable[[Facts], Iterable[ast.AST]]) -> None:
         self.candidates = candidates
 
     def __repr__(self) -> str:
-        return f"Unguarded({self.inner!r})"
+        return f"Unguarded({getattr(self.candidates, '__qualname__', self.candidates)})"
 
     def matches(self, facts: Facts) -> bool:
-        return self.inner.matches(facts) and any(not facts.surely_guarded(node) for node in self.candidates(facts))
+        return any(not facts.surely_guarded(node) for node in self.candidates(facts))
 
 
 class Arguments(Trigger):

@@ -78,6 +78,7 @@ def raising_backend_call(name: str):
     return (backend, leaf) if leaf in calls else None
 
 
+#: The calls TDV301 reports where no availability check guards them.
 RAISING_CALLS = Resolved(
     [f"torch.cuda.{leaf}" for leaf in RAISING_CUDA_CALLS]
     + [f"torch.{backend}.{leaf}" for backend, leaves in RAISING_BACKEND_CALLS.items() for leaf in leaves],
@@ -117,7 +118,7 @@ class UnguardedCudaApi(Rule):
         "`torch.accelerator.is_available()`), which keeps machines with the backend unchanged. A call whose value is used (an assignment, an argument, "
         "a `with` item) gets a suggestion only."
     )
-    triggers = Unguarded(RAISING_CALLS, RAISING_CALLS.matching_calls)
+    triggers = Unguarded(RAISING_CALLS.matching_calls)
     valid = (
         Valid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"),
         Valid("import torch\nif torch.backends.mps.is_available():\n    torch.mps.synchronize()\n    torch.mps.empty_cache()\n"),

@@ -36,10 +36,10 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
 
 def is_cuda_string(node: cst.CSTNode) -> bool:
     value = string_value(node)
-    return value is not None and names_cuda(value, isinstance(node, cst.FormattedString))
+    return value is not None and names_cuda_device(value, isinstance(node, cst.FormattedString))
 
 
-def names_cuda(text: str, formatted: bool) -> bool:
+def names_cuda_device(text: str, formatted: bool) -> bool:
     """``"cuda"``, ``"cuda:1"``, or an f-string starting ``cuda:`` (``formatted``: ``text`` is its
     leading text)."""
     if formatted:
@@ -49,7 +49,7 @@ def names_cuda(text: str, formatted: bool) -> bool:
 
 def may_name_cuda(text: str) -> bool:
     """What the first stage asks of a placed string, which may be an f-string's leading text."""
-    return names_cuda(text, False) or names_cuda(text, True)
+    return names_cuda_device(text, False) or names_cuda_device(text, True)
 
 
 def may_name_cuda_tensor_type(text: str) -> bool:

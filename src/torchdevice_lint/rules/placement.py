@@ -41,7 +41,7 @@ class CudaMethodCall(Rule):
         "The fix moves to the `device` in scope (or the input's device inside `forward`, or a "
         "module-level `device` it defines), which may differ from the CUDA device `.cuda(N)` named."
     )
-    triggers = Unguarded(Triggers(calls="cuda"), lambda facts: facts.calls_named.get("cuda", ()))
+    triggers = Unguarded(lambda facts: facts.calls_named.get("cuda", ()))
     valid = (
         Valid("import torch\nx = torch.ones(2)\nif torch.cuda.is_available():\n    x = x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda() if torch.cuda.is_available() else x\n"),
@@ -234,10 +234,7 @@ class HardcodedCudaDevice(Rule):
         'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
         'the CPU). Either may pick another GPU than `"cuda:N"` named.'
     )
-    triggers = Unguarded(
-        Placed(may_name_cuda, as_device=True),
-        lambda facts: [literal for text, literals in facts.device_strings.items() if may_name_cuda(text) for literal in literals],
-    )
+    triggers = Unguarded(Placed(may_name_cuda, as_device=True).literals)
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
