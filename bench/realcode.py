@@ -49,9 +49,9 @@ PINS = HERE / "pins.toml"
 JUDGED_FINDINGS = HERE / "judged_findings.csv"
 JUDGED_LINES = HERE / "judged_lines.csv"
 DEFAULT_ROOT = Path(os.environ.get("TORCHDEVICE_REALCODE_ROOT", "/work/eval/repos"))
-#: The held-out set: projects judged only after the rules were tuned on the main set.
-HELDOUT = HERE / "heldout"
-HELDOUT_ROOT = Path("/work/eval/heldout/repos")
+#: Held-out sets live in folders beside the main set (``realcode/<name>/``), checked out under
+#: ``/work/eval/<name>/repos``: projects judged at first look, before any rule was tuned on them.
+EVAL_ROOT = Path("/work/eval")
 FINDING_FIELDS = ["repo", "path", "line", "code", "text", "verdict", "reason"]
 LINE_FIELDS = ["repo", "path", "line", "text", "verdict", "kind", "expected", "reason"]
 #: Opt-in rules measured here too: their precision decides whether they may become default.
@@ -79,10 +79,16 @@ class Pin:
         return root / self.repo.replace("/", "+")
 
 
-def use_heldout_set() -> None:
-    """Point the pins and the judged lists at the held-out set."""
+def held_out_sets() -> List[str]:
+    """The names of the held-out sets: the folders beside the main set that hold pins."""
+    return sorted(folder.name for folder in HERE.iterdir() if (folder / "pins.toml").is_file())
+
+
+def use_set(name: str) -> None:
+    """Point the pins and the judged lists at the held-out set ``name``."""
     global PINS, JUDGED_FINDINGS, JUDGED_LINES
-    PINS, JUDGED_FINDINGS, JUDGED_LINES = (HELDOUT / name for name in ("pins.toml", "judged_findings.csv", "judged_lines.csv"))
+    folder = HERE / name
+    PINS, JUDGED_FINDINGS, JUDGED_LINES = (folder / file for file in ("pins.toml", "judged_findings.csv", "judged_lines.csv"))
 
 
 def load_pins(path: Optional[Path] = None) -> List[Pin]:
@@ -313,11 +319,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", nargs="?", default="report",
                         choices=["report", "sample-findings", "sample-lines"])
-    parser.add_argument("--set", choices=["main", "heldout"], default="main",
-                        help="main: the 26 projects the rules were tuned on; heldout: 13 judged afterwards")
+    parser.add_argument("--set", choices=["main", *held_out_sets()], default="main",
+                        help="main: the 26 projects the rules were tuned on; any other: a held-out set "
+                        "(bench/realcode/<set>/)")
     parser.add_argument("--root", type=Path, default=None,
                         help="where the checkouts are (default $TORCHDEVICE_REALCODE_ROOT or /work/eval/repos; "
-                        f"{HELDOUT_ROOT} for the held-out set)")
+                        f"{EVAL_ROOT}/<set>/repos for a held-out set)")
     parser.add_argument("--seed", type=int, default=11, help="seed of the random samples (default 11)")
     parser.add_argument("-n", type=int, default=150, help="sample-lines: how many lines (default 150)")
     parser.add_argument("--per-rule", type=int, default=SAMPLE_PER_RULE,
@@ -329,9 +336,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--unjudged", type=int, default=None,
                         help="sample-findings: draw this many unjudged findings per rule instead")
     args = parser.parse_args(argv)
-    if args.set == "heldout":
-        use_heldout_set()
-    args.root = args.root or (HELDOUT_ROOT if args.set == "heldout" else DEFAULT_ROOT)
+    if args.set != "main":
+        use_set(args.set)
+    args.root = args.root or (DEFAULT_ROOT if args.set == "main" else EVAL_ROOT / args.set / "repos")
     if args.command == "sample-findings":
         return sample_findings(args.root, args.seed, args.per_rule, args.unjudged)
     if args.command == "sample-lines":
