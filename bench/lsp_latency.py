@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.corpus import CORPUS_DIR, corpus_files, line_count  # noqa: E402
 from bench.lsp_client import LspClient  # noqa: E402
-from torchdevice_lint.analysis.engine import Engine  # noqa: E402
+from torchdevice_lint import api
+from torchdevice_lint.engine.engine import Engine  # noqa: E402
 
 BLOCK = '''
 
@@ -132,7 +133,7 @@ def measure(label: str, text: str, edits: int) -> None:
         actions_cpu, resolve_cpu, fix_all_cpu = actions(client, uri, first_line)
         client.close()
 
-    engine = Engine()
+    engine = api.engine()
     engine.check_source(str(path), text)  # warm the imports, as the server is warm
     engine_runs = []
     for version in range(edits):

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import FixError, FixOutcome, fix_source
+from torchdevice_lint import api
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.engine.engine import Engine
+from torchdevice_lint.engine.fixer import FixError, FixOutcome, fix_source
 from torchdevice_lint.app.sources import SourceError, read_source
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
@@ -122,7 +123,7 @@ class FileReport:
 
 
 def examine(path: str, engine: Optional[Engine] = None) -> FileReport:
-    engine = engine or Engine(Settings())
+    engine = engine or api.engine(Settings())
     report = FileReport(path)
     try:
         source = read_source(path)
@@ -171,7 +172,7 @@ _ENGINE: Optional[Engine] = None
 def _worker_engine() -> Engine:
     global _ENGINE
     if _ENGINE is None:
-        _ENGINE = Engine(Settings())
+        _ENGINE = api.engine(Settings())
     return _ENGINE
 
 

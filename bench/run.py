@@ -157,9 +157,9 @@ def baseline_env(ref: str) -> dict:
 def about_300_lines(corpus: Sequence[Path]) -> Dict[bool, Path]:
     """The corpus files nearest to 300 lines that the first stage rules out (False) and that it
     passes to LibCST (True)."""
-    from torchdevice_lint.analysis.engine import Engine
+    from torchdevice_lint import api
 
-    engine = Engine()
+    engine = api.engine()
     chosen: Dict[bool, Tuple[int, Path]] = {}
     for path in corpus:
         source = path.read_text(encoding="utf-8")
@@ -176,9 +176,9 @@ def about_300_lines(corpus: Sequence[Path]) -> Dict[bool, Path]:
 def first_stage_shares(files: Sequence[Path], shown: int = 4) -> str:
     """The share of the lines the first stage passes to LibCST (in this process, default
     rules), then each rule's own share for the ``shown`` rules that pass the most."""
-    from torchdevice_lint.analysis.engine import Engine
+    from torchdevice_lint import api
 
-    engine = Engine()
+    engine = api.engine()
     total = passed = 0
     by_rule: Dict[str, int] = {}
     for path in files:

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
+from torchdevice_lint import api
 from torchdevice_lint.app import parallel
 from torchdevice_lint.app.cache import ResultCache
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.engine.engine import Engine
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\nstate = torch.load('w.pt')\n"
 
@@ -27,7 +28,7 @@ def files(tmp_path):
 
 def _check(paths, cache_dir, settings=Settings(), with_edits=True):
     cache = ResultCache(cache_dir, settings, with_edits)
-    return parallel.check_paths(Engine(settings), paths, with_edits, jobs=1, cache=cache)
+    return parallel.check_paths(api.engine(settings), paths, with_edits, jobs=1, cache=cache)
 
 
 def _as_dicts(results):

@@ -6,27 +6,27 @@ import ast
 import libcst as cst
 import pytest
 
-from torchdevice_lint.analysis.inference import infer_tree
-from torchdevice_lint.analysis.positions import cst_nodes_at, statement_first_lines
-from torchdevice_lint.analysis.prefilter import parse_facts
-from torchdevice_lint.analysis.pyparse import compile_python
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
-from torchdevice_lint.analysis.registry import rule_by_code
+from torchdevice_lint.inference import infer_tree
+from torchdevice_lint.syntax.positions import cst_nodes_at, statement_first_lines
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.syntax.ast_parse import compile_python
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.rules.catalogue import rule_by_code
 
 CODES = ("TDV401", "TDV402", "TDV403")
 
 
 def codes(source):
-    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    engine = api.engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     result = engine.check_source("t.py", source)
     assert result.error is None
     return [f.code for f in result.findings]
 
 
 def fixed(source):
-    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    engine = api.engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     return fix_source(engine, "t.py", source, unsafe=True).source
 
 
@@ -109,7 +109,7 @@ def test_numpy_fix_composes_with_factory_fix():
 
 def test_fix_is_not_written_where_the_device_tensor_does_not_exist_yet():
     source = "import torch\n\ndef f(x):\n    m = torch.ones(3)\n    x = x.cuda()\n    return x * m\n"
-    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    engine = api.engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     [finding] = engine.check_source("t.py", source).findings
     assert finding.fix.applicability == "display-only"
 
@@ -123,7 +123,7 @@ def test_factory_shared_by_two_operations_is_reported_once():
 
 
 def findings(source):
-    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    engine = api.engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     result = engine.check_source("t.py", source)
     assert result.error is None
     return [(f.code, f.location.row, f.location.column, f.end_location.row, f.end_location.column) for f in result.findings]
@@ -145,7 +145,7 @@ def test_parenthesised_and_multi_line_operations_are_found():
 
 def test_first_stage_skips_libcst_when_the_inference_finds_nothing():
     source = "import torch\nfrom torch import nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return x + torch.ones(3, device=x.device)\n"
-    engine = Engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
+    engine = api.engine(Settings(select=CODES), rules=[rule_by_code(code) for code in CODES])
     assert engine.rules_for("t.py", source) == []
     assert engine.rules_for("t.py", source.replace(", device=x.device", "")) == [rule_by_code("TDV403")]
 
@@ -219,5 +219,5 @@ def test_functions_without_seeds_are_skipped_without_changing_the_inference(sour
     """The walk skips every function that holds no seed (``FileAnalysis.seeds``): what it finds
     is what walking every function finds."""
     facts = parse_facts(source)
-    walking_all = infer_tree(facts.tree, source, facts, walk_every_function=True)
+    walking_all = infer_tree(facts.tree, source, facts.seeds, facts.dotted_calls, walk_every_function=True)
     assert inference_events(facts.inferred()) == inference_events(walking_all)

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.analysis.settings import Settings, path_matches
+from torchdevice_lint.model.settings import Settings, path_matches
 from torchdevice_lint.app.discovery import discover
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"

@@ -12,9 +12,18 @@ from urllib.request import url2pathname
 import pytest
 
 import torchdevice_lint.app.editor as editor_module
-from torchdevice_lint.analysis.registry import all_rules, rule_by_code
+from torchdevice_lint.rules.catalogue import all_rules, rule_by_code
 from torchdevice_lint.app.docs import rule_page
-from torchdevice_lint.app.editor import FIX_ALL_KIND, RULE_DOCS, Lines, Projects, check_buffer, code_actions, diagnostics, resolve_action
+from torchdevice_lint.app.editor import (
+    FIX_ALL_KIND,
+    RULE_DOCS,
+    Lines,
+    Projects,
+    check_buffer,
+    code_actions,
+    diagnostics,
+    resolve_action,
+)
 from torchdevice_lint.cli import fix_main
 
 URI = "file:///project/example.py"

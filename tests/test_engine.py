@@ -2,14 +2,15 @@
 
 import pytest
 
-from torchdevice_lint.analysis.settings import ConfigError, Settings
+from torchdevice_lint import api
+from torchdevice_lint.model.settings import ConfigError, Settings
 from torchdevice_lint.app.config import settings_from_table
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint.engine.engine import Engine
+from torchdevice_lint.rules.catalogue import all_rules
 
 
 def codes(source, **settings):
-    result = Engine(Settings(**settings)).check_source("example.py", source)
+    result = api.engine(Settings(**settings)).check_source("example.py", source)
     assert result.error is None, result.error
     return [f.code for f in result.findings]
 
@@ -94,7 +95,7 @@ def test_noqa_forms():
         "torch.cuda.synchronize()  # noqa: TDV101\n"
         "torch.cuda.synchronize()  # NOQA:TDV101,TDV301\n"
     )
-    result = Engine(Settings()).check_source("example.py", source)
+    result = api.engine(Settings()).check_source("example.py", source)
     assert [(f.code, f.location.row) for f in result.findings] == [("TDV301", 5)]
 
 
@@ -111,16 +112,16 @@ def test_selection_most_specific_prefix_wins():
 
 def test_per_file_ignores():
     settings = Settings(per_file_ignores={"tests/**/*.py": ("TDV3",)}, root=".")
-    engine = Engine(settings)
+    engine = api.engine(settings)
     source = "import torch\ntorch.cuda.synchronize()\n"
     assert engine.check_source("tests/unit/test_a.py", source).findings == []
     assert [f.code for f in engine.check_source("src/a.py", source).findings] == ["TDV301"]
 
 
 def test_first_stage_skips_files_without_candidates_but_reports_their_syntax_errors():
-    plain = Engine(Settings()).check_source("plain.py", "def f(x):\n    return x.cuda_count\n")
+    plain = api.engine(Settings()).check_source("plain.py", "def f(x):\n    return x.cuda_count\n")
     assert plain.error is None and not plain.parsed  # LibCST never saw it
-    broken = Engine(Settings()).check_source("plain.py", "def f(:\n")
+    broken = api.engine(Settings()).check_source("plain.py", "def f(:\n")
     assert broken.error.message == "syntax error at 1:7: invalid syntax"
 
 
@@ -141,8 +142,8 @@ DATAFLOW_EXAMPLES = [
 
 def test_dataflow_rules_alone_skip_the_walk_and_report_the_same():
     """Rules that only read the whole module at its end need of the walk only the imports."""
-    alone = Engine(Settings(select=DATAFLOW_CODES))
-    among_all = Engine(Settings(select=("ALL",), extend_select=("TDV6",)))
+    alone = api.engine(Settings(select=DATAFLOW_CODES))
+    among_all = api.engine(Settings(select=("ALL",), extend_select=("TDV6",)))
 
     def dataflow(engine, source):
         findings = engine.check_source("t.py", source, with_edits=True).findings
@@ -168,7 +169,7 @@ def test_checking_a_file_frees_its_trees_without_the_cyclic_collector():
     gc.disable()
     try:
         before = live_modules()
-        result = Engine().check_source("t.py", "import torch\nx = torch.ones(2).cuda()\ny = x + torch.ones(2)\n")
+        result = api.engine().check_source("t.py", "import torch\nx = torch.ones(2).cuda()\ny = x + torch.ones(2)\n")
         after = live_modules()
     finally:
         gc.enable()
@@ -184,8 +185,8 @@ def test_what_lives_as_long_as_the_process_leaves_the_collectors_generations_wit
     script = (
         "import gc\n"
         "start = gc.get_freeze_count()\n"  # not 0 on every Python: 3.12 may start with frozen objects
-        "from torchdevice_lint.analysis.engine import Engine\n"
-        "engine = Engine()\n"
+        "from torchdevice_lint import api\n"
+        "engine = api.engine()\n"
         "engine.check_source('plain.py', 'x = 1\\n')\n"
         "before = gc.get_freeze_count()\n"
         "engine.check_source('t.py', 'import torch\\nx = torch.ones(2).cuda()\\n')\n"

@@ -6,15 +6,15 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
 
 HAZARDS = (Path(__file__).parent / "data" / "hazards.py").read_text()
 
 
 def test_fix_everything_then_nothing_is_left():
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     before = engine.check_source("hazards.py", HAZARDS).findings
     assert {f.code for f in before} >= {"TDV101", "TDV102", "TDV103", "TDV201", "TDV202", "TDV301", "TDV302", "TDV501"}
 
@@ -34,7 +34,7 @@ def test_fixed_file_runs_on_cpu(tmp_path):
     import subprocess
     import sys
 
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     fixed = fix_source(engine, "hazards.py", HAZARDS, unsafe=True).source
     script = tmp_path / "hazards.py"
     script.write_text(

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app import cache as cache_module
 from torchdevice_lint.app import parallel, runner
 from torchdevice_lint.app.cache import ResultCache, default_cache_dir, prune
@@ -42,7 +42,7 @@ def _summary(results):
 @pytest.mark.parametrize("unsafe", [False, True])
 def test_two_jobs_fix_like_one(tmp_path, unsafe):
     one, two = make_tree(tmp_path / "one"), make_tree(tmp_path / "two")
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     sequential = parallel.fix_paths(engine, one, unsafe, write=True, jobs=1)
     pooled = parallel.fix_paths(engine, two, unsafe, write=True, jobs=2)
     assert snapshot(tmp_path / "one") == snapshot(tmp_path / "two")
@@ -56,7 +56,7 @@ def test_a_second_fix_run_parses_only_files_with_something_to_fix(tmp_path, monk
 
     def run(unsafe):
         cache = ResultCache(cache_dir, Settings(), with_edits=False)
-        return parallel.fix_paths(Engine(Settings()), paths, unsafe, write=True, jobs=1, cache=cache)
+        return parallel.fix_paths(api.engine(Settings()), paths, unsafe, write=True, jobs=1, cache=cache)
 
     run(unsafe=False)  # fixes the two torch.load files; caches the six it left unchanged
     fixed = []
@@ -122,10 +122,10 @@ def test_old_and_surplus_cache_files_are_pruned(tmp_path):
 def test_entries_of_deleted_files_are_dropped(tmp_path):
     paths = make_tree(tmp_path / "tree", 3)
     cache = ResultCache(tmp_path / "cache", Settings(), False)
-    parallel.check_paths(Engine(Settings()), paths, cache=cache, jobs=1)
+    parallel.check_paths(api.engine(Settings()), paths, cache=cache, jobs=1)
     os.unlink(paths[0])
     cache = ResultCache(tmp_path / "cache", Settings(), False)
-    parallel.check_paths(Engine(Settings()), paths[1:], cache=cache, jobs=1)
+    parallel.check_paths(api.engine(Settings()), paths[1:], cache=cache, jobs=1)
     assert os.path.abspath(paths[0]) not in ResultCache(tmp_path / "cache", Settings(), False)._entries
 
 
@@ -136,7 +136,7 @@ def test_saving_a_cache_prunes_the_others(tmp_path):
     old.write_text("{}")
     os.utime(old, (time.time() - 31 * 24 * 3600,) * 2)
     paths = make_tree(tmp_path / "tree", 2)
-    parallel.check_paths(Engine(Settings()), paths, cache=ResultCache(directory, Settings(), False), jobs=1)
+    parallel.check_paths(api.engine(Settings()), paths, cache=ResultCache(directory, Settings(), False), jobs=1)
     assert not old.exists()
     assert len(list(directory.glob("results-*.json"))) == 1
     shutil.rmtree(directory)

@@ -3,16 +3,16 @@ project targets (`target-torch-version`, `device-expression`, `device-import`)."
 
 import pytest
 
-from torchdevice_lint.analysis.settings import ConfigError
+from torchdevice_lint.model.settings import ConfigError
 from torchdevice_lint.app.config import settings_from_table
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
 
 
 def fixed(table, source=HAZARD, unsafe=True):
-    return fix_source(Engine(settings_from_table(table)), "train.py", source, unsafe=unsafe).source
+    return fix_source(api.engine(settings_from_table(table)), "train.py", source, unsafe=unsafe).source
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.rules.catalogue import all_rules
 
 
 def flake8(*args, cwd):
@@ -19,7 +19,7 @@ def flake8(*args, cwd):
 
 
 def test_plugin_and_check_agree_on_every_rule_example(tmp_path):
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     expected = []
     for rule in all_rules():
         if not rule.default_enabled:

@@ -8,9 +8,9 @@ from importlib import resources
 
 import pytest
 
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.findings import FileError, FileResult
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.model.findings import FileError, FileResult
 from torchdevice_lint.app.output import github, junit, render, sarif, summary, wants_colour
 from torchdevice_lint.app.progress import Progress
 
@@ -19,7 +19,7 @@ SOURCE = 'import torch\nx = torch.ones(2).cuda()\nstate = torch.load("m.pt")\npr
 
 @pytest.fixture
 def results():
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     checked = engine.check_source("pkg/train model.py", SOURCE, with_edits=True)
     clean = FileResult("pkg/clean.py", parsed=True)
     broken = FileResult("pkg/broken.py", error=FileError("pkg/broken.py", "syntax error at 2:7: invalid syntax"))

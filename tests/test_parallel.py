@@ -5,7 +5,7 @@ import concurrent.futures
 import pytest
 
 from torchdevice_lint.app import parallel
-from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint import api
 
 SOURCES = [
     "import torch\nx = torch.ones(2).cuda()\n",
@@ -40,7 +40,7 @@ def _summary(results):
 
 
 def test_two_jobs_give_the_results_of_one(files):
-    engine = Engine()
+    engine = api.engine()
     serial = parallel.check_paths(engine, files, with_edits=True, jobs=1)
     pooled = parallel.check_paths(engine, files, with_edits=True, jobs=2)
     assert _summary(pooled) == _summary(serial)
@@ -54,5 +54,5 @@ def test_few_files_stay_in_this_process(files, monkeypatch):
         raise AssertionError("a pool was started")
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
-    results = parallel.check_paths(Engine(), files[:2 * parallel.MIN_FILES_PER_WORKER - 1], jobs=2)
+    results = parallel.check_paths(api.engine(), files[:2 * parallel.MIN_FILES_PER_WORKER - 1], jobs=2)
     assert [f.code for f in results[0].findings] == ["TDV101"]

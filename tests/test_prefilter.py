@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint.analysis.batched import analyze_module
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.prefilter import EVERY_FILE, parse_facts
-from torchdevice_lint.analysis.pyparse import Unparsable
-from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint.engine.batched import analyze_module
+from torchdevice_lint import api
+from torchdevice_lint.first_stage.triggers import EVERY_FILE
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.syntax.ast_parse import Unparsable
+from torchdevice_lint.rules.catalogue import all_rules
 from torchdevice_lint.app.config import settings_from_table
 
 RULES = all_rules()
@@ -57,7 +58,7 @@ ALL_RULES = {"select": [rule.code for rule in RULES]}  # the opt-in rules too
 
 def findings_in_full(source: str, config: dict = None):
     settings = settings_from_table({**ALL_RULES, **(config or {})})
-    result = Engine(settings).check_source("example.py", source, with_edits=True)
+    result = api.engine(settings).check_source("example.py", source, with_edits=True)
     return result.error, [(f.code, repr(f.location), repr(f.end_location), f.message, repr(f.fix)) for f in result.findings]
 
 
@@ -196,13 +197,13 @@ def test_narrow_triggers_pass_the_first_stage_where_their_rule_reports_and_nowhe
 
 
 def test_a_file_no_rule_can_fire_on_is_not_parsed_with_libcst():
-    engine = Engine()
+    engine = api.engine()
     result = engine.check_source("plain.py", "import json\n\ndef load(path):\n    return json.load(open(path))\n")
     assert result.error is None and not result.parsed
 
 
 def test_syntax_errors_are_reported_for_files_without_candidates():
-    result = Engine().check_source("plain.py", "def f(:\n    pass\n")
+    result = api.engine().check_source("plain.py", "def f(:\n    pass\n")
     assert result.error.message == "syntax error at 1:7: invalid syntax"
 
 

@@ -19,14 +19,14 @@ from strategies import programs
 from test_dataflow import inference_events
 
 from bench.reliability import replay_fix, stray_hunks
-from torchdevice_lint.analysis.batched import analyze_module
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.registry import all_rules
-from torchdevice_lint.analysis.settings import Settings
-from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
-from torchdevice_lint.analysis.prefilter import parse_facts
-from torchdevice_lint.analysis.inference import infer_tree
-from torchdevice_lint.analysis.pyparse import Unparsable
+from torchdevice_lint.engine.batched import analyze_module
+from torchdevice_lint import api
+from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.inference import infer_tree
+from torchdevice_lint.syntax.ast_parse import Unparsable
 
 settings.register_profile(
     "ci", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -36,8 +36,8 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-ENGINE = Engine(Settings())
-OPT_IN_ENGINE = Engine(Settings(select=("ALL",), extend_select=("TDV9",)))
+ENGINE = api.engine(Settings())
+OPT_IN_ENGINE = api.engine(Settings(select=("ALL",), extend_select=("TDV9",)))
 #: A comment naming the rules' vocabulary: only TDV900 reads comments, the first stage reads code.
 TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
 BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
@@ -101,7 +101,7 @@ def test_check_reports_generated_programs_without_errors(source):
 @given(programs())
 def test_the_inference_finds_the_same_when_it_skips_functions_without_seeds(source):
     facts = parse_facts(source)
-    walking_all = infer_tree(facts.tree, source, facts, walk_every_function=True)
+    walking_all = infer_tree(facts.tree, source, facts.seeds, facts.dotted_calls, walk_every_function=True)
     assert inference_events(facts.inferred()) == inference_events(walking_all)
 
 

@@ -14,9 +14,9 @@ import time
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.app.cache import ResultCache, content_hash
 
@@ -49,7 +49,7 @@ def test_a_worker_that_dies_costs_only_its_own_file(tmp_path, monkeypatch, death
         return real_check_file(engine, path, *args, **kwargs)
 
     monkeypatch.setattr(parallel, "check_file", check_file_that_dies_on_one_file)
-    results = parallel.check_paths(Engine(), paths, jobs=2)
+    results = parallel.check_paths(api.engine(), paths, jobs=2)
 
     assert [r.filename for r in results] == paths
     assert str(results[17].error) == f"{fatal}: error: {parallel.WORKER_DIED}"
@@ -70,7 +70,7 @@ def test_a_fixing_worker_that_dies_costs_only_its_own_file(tmp_path, monkeypatch
         return real_fix_file(engine, path, *args, **kwargs)
 
     monkeypatch.setattr(parallel, "fix_file", fix_file_that_dies_on_one_file)
-    results = parallel.fix_paths(Engine(), paths, unsafe=True, write=True, jobs=2)
+    results = parallel.fix_paths(api.engine(), paths, unsafe=True, write=True, jobs=2)
 
     assert sorted(r.path for r in results) == sorted(paths)
     [dead] = [r for r in results if r.error is not None]
@@ -86,7 +86,7 @@ def _spin(seconds):
 
 def test_a_file_over_the_budget_gets_an_error_and_the_run_goes_on(tmp_path, monkeypatch):
     paths = _tree(tmp_path, 3)
-    engine = Engine(Settings(per_file_timeout=0.5))
+    engine = api.engine(Settings(per_file_timeout=0.5))
     real_check_source = engine.check_source
 
     def slow_on_one_file(path, *args, **kwargs):
@@ -119,7 +119,7 @@ def test_a_worker_stuck_where_python_cannot_interrupt_it_is_stopped(tmp_path, mo
 
     monkeypatch.setattr(parallel, "check_file", stuck_on_one_file)
     started = time.monotonic()
-    results = parallel.check_paths(Engine(Settings(per_file_timeout=0.5)), paths, jobs=2)
+    results = parallel.check_paths(api.engine(Settings(per_file_timeout=0.5)), paths, jobs=2)
 
     assert time.monotonic() - started < 30
     assert "took longer than per-file-timeout (0.5 CPU seconds)" in str(results[5].error)
@@ -136,7 +136,7 @@ def test_fix_over_the_budget_leaves_the_file_alone(tmp_path, monkeypatch):
         return real_fix_source(*args, **kwargs)
 
     monkeypatch.setattr(runner, "fix_source", slow_fix)
-    result = runner.fix_file(Engine(Settings(per_file_timeout=0.5)), path, unsafe=True, write=True)
+    result = runner.fix_file(api.engine(Settings(per_file_timeout=0.5)), path, unsafe=True, write=True)
     assert "per-file-timeout" in result.error.message and not result.changed
     assert open(path, "rb").read() == before
 
@@ -168,7 +168,7 @@ def _files(root):
 def test_a_fix_stopped_at_random_points_loses_nothing(tmp_path, signal_number):
     tree = _big_tree(tmp_path / "tree", 500)
     originals = _files(tree)
-    engine = Engine()
+    engine = api.engine()
     expected = {name: fix_source(engine, name, text.decode(), unsafe=True).source.encode() for name, text in originals.items()}
     generator = random.Random(15)
     for attempt in range(3):
@@ -284,7 +284,7 @@ def test_a_worker_whose_run_is_killed_mid_write_finishes_the_file_first(tmp_path
     tree.mkdir()
     paths = _tree(tree, 40)
     originals = {path: open(path, "rb").read() for path in paths}
-    engine = Engine()
+    engine = api.engine()
     expected = {path: fix_source(engine, path, text.decode(), unsafe=True).source.encode() for path, text in originals.items()}
     marker = tmp_path / "being-written"
     run = _start_run([sys.executable, "-c", SLOW_FIRST_WRITE, str(marker), "--unsafe-fixes", "-j", "2", "--no-cache", *paths],
@@ -334,7 +334,7 @@ def test_a_corrupt_cache_is_only_ever_a_miss(tmp_path):
     directory = tmp_path / "cache"
 
     def check():
-        results = parallel.check_paths(Engine(settings), paths, jobs=1, cache=ResultCache(directory, settings, True))
+        results = parallel.check_paths(api.engine(settings), paths, jobs=1, cache=ResultCache(directory, settings, True))
         return [(str(r.error), [f.as_dict() for f in r.findings]) for r in results]
 
     cold = check()
@@ -387,7 +387,7 @@ def test_a_full_disk_leaves_every_file_whole_and_no_temporary_file(tmp_path, cap
         err = capsys.readouterr().err
         assert code == 2 and check in (1, 2)
         assert "No space left on device" in err and "Traceback" not in err
-        expected = fix_source(Engine(), "m.py", text, unsafe=True).source.encode()
+        expected = fix_source(api.engine(), "m.py", text, unsafe=True).source.encode()
         fixed = [path for path in names if path.read_bytes() == expected]
         assert fixed and all(path.read_bytes() in (originals[path], expected) for path in names)
         leftovers = [p.name for p in disk.rglob("*") if p.name.endswith(".tmp")]

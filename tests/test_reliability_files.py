@@ -10,7 +10,7 @@ import pytest
 
 from torchdevice_lint import cli
 from torchdevice_lint.app import parallel, runner, sources
-from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint import api
 from torchdevice_lint.app.sources import SourceChanged, read_source, write_source
 
 BINDING = b'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
@@ -238,7 +238,7 @@ def test_a_change_made_during_the_fix_is_refixed_not_overwritten(tmp_path, monke
         return outcome
 
     monkeypatch.setattr(runner, "fix_source", fix_while_someone_edits)
-    result = runner.fix_file(Engine(), str(script), unsafe=False, write=True)
+    result = runner.fix_file(api.engine(), str(script), unsafe=False, write=True)
     assert result.error is None
     assert script.read_text() == "import torch\nstate = torch.load('edited.pt', map_location=\"cpu\")\n"
 
@@ -255,7 +255,7 @@ def test_a_file_that_keeps_changing_is_reported_and_left_to_the_other_writer(tmp
         return outcome
 
     monkeypatch.setattr(runner, "fix_source", fix_while_someone_keeps_editing)
-    result = runner.fix_file(Engine(), str(script), unsafe=False, write=True)
+    result = runner.fix_file(api.engine(), str(script), unsafe=False, write=True)
     assert result.error is not None and "kept changing" in result.error.message
     assert script.read_text() == f"import torch\nstate = torch.load('v{runner.WRITE_ATTEMPTS - 1}.pt')\n"
 

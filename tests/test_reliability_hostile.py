@@ -11,13 +11,13 @@ import time
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.analysis import batched
-from torchdevice_lint.analysis import noqa
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
-from torchdevice_lint.analysis.inference import calls
-from torchdevice_lint.analysis.prefilter import parse_facts
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.engine import batched
+from torchdevice_lint.engine import noqa
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.inference import calls
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app import cache as cache_module
 from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.app.cache import ResultCache
@@ -50,14 +50,14 @@ def test_a_long_call_chain_is_refused_before_libcst(monkeypatch):
         raise AssertionError("LibCST parsed a file CPython refuses")
 
     monkeypatch.setattr(batched.cst, "parse_module", no_libcst)
-    result = Engine().check_source("chain.py", "import torch\nx = torch.ones(2)" + ".cuda()" * 2000 + "\n")
+    result = api.engine().check_source("chain.py", "import torch\nx = torch.ones(2)" + ".cuda()" * 2000 + "\n")
     assert result.error.message.startswith("file is nested too deeply to analyse")
 
 
 # -- 4. time and memory linear in the file ------------------------------------------------------
 def _check_seconds(statements: int) -> float:
     source = "import torch\n" + "".join(f"x{i} = torch.ones(2).cuda()\n" for i in range(statements))
-    engine = Engine()
+    engine = api.engine()
     started = time.process_time()
     result = engine.check_source("many.py", source)
     assert len(result.findings) == statements
@@ -82,7 +82,7 @@ def test_a_long_line_with_many_findings_is_searched_for_noqa_once(monkeypatch):
     real = noqa.NOQA
     monkeypatch.setattr(noqa, "NOQA", CountingPattern())
     line = "x = [" + ", ".join("torch.ones(2).cuda()" for _ in range(500)) + "]  # noqa: TDV9"
-    result = Engine().check_source("wide.py", "import torch\n" + line + "\n")
+    result = api.engine().check_source("wide.py", "import torch\n" + line + "\n")
     assert len(result.findings) == 500
     assert len(searched) <= 2  # the line, once (and the comment token for unused directives); was once per finding
 
@@ -121,13 +121,13 @@ def test_settings_written_into_files_must_be_what_they_claim(tmp_path, capsys, l
 
 def test_a_valid_device_name_is_used():
     settings = Settings(device_name="dev", unsafe_fixes=True)
-    assert "x = torch.ones(2).to(dev)" in fix_source(Engine(settings), "a.py", HAZARD, unsafe=True).source
+    assert "x = torch.ones(2).to(dev)" in fix_source(api.engine(settings), "a.py", HAZARD, unsafe=True).source
 
 
 # -- 5. the cache is data, never code -----------------------------------------------------------
 def _cached_check(paths, directory):
     settings = Settings()
-    return parallel.check_paths(Engine(settings), paths, jobs=1, cache=ResultCache(directory, settings, False))
+    return parallel.check_paths(api.engine(settings), paths, jobs=1, cache=ResultCache(directory, settings, False))
 
 
 def _summary(results):
@@ -255,7 +255,7 @@ def test_an_editor_writing_during_the_slow_part_of_a_write_is_not_overwritten(tm
         real_fsync(descriptor)
 
     monkeypatch.setattr(sources.os, "fsync", editor_saves_during_fsync)
-    result = runner.fix_file(Engine(), str(script), unsafe=False, write=True)
+    result = runner.fix_file(api.engine(), str(script), unsafe=False, write=True)
     assert result.error is None
     assert script.read_text() == "import torch\nstate = torch.load('edited.pt', map_location=\"cpu\")\n"
 

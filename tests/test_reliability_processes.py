@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
 
 FIX = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import fix_main; sys.exit(fix_main())"]
 CHECK = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())", "check"]
@@ -47,7 +47,7 @@ def snapshot(root: Path) -> dict:
 
 
 def expected_fix(text: str) -> bytes:
-    return fix_source(Engine(), "x.py", text, unsafe=True).source.encode()
+    return fix_source(api.engine(), "x.py", text, unsafe=True).source.encode()
 
 
 def test_concurrent_fixers_give_the_result_of_one(tmp_path):

@@ -3,13 +3,13 @@
 import libcst as cst
 import pytest
 
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import UnreproducibleSource, fix_source
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.app.runner import fix_file
 
 
 def fixed(source, unsafe=True):
-    return fix_source(Engine(), "example.py", source, unsafe).source
+    return fix_source(api.engine(), "example.py", source, unsafe).source
 
 
 def test_cr_only_file_keeps_its_final_newline():
@@ -18,7 +18,7 @@ def test_cr_only_file_keeps_its_final_newline():
 
 
 def test_json_edits_of_a_cr_only_file_keep_its_final_newline():
-    result = Engine().check_source("example.py", "import torch\rw = torch.load(p)\r", with_edits=True)
+    result = api.engine().check_source("example.py", "import torch\rw = torch.load(p)\r", with_edits=True)
     [edit] = result.findings[0].fix.edits
     assert edit.content == 'w = torch.load(p, map_location="cpu")\r'
 
@@ -30,16 +30,16 @@ def test_file_libcst_cannot_reproduce_is_refused_not_rewritten(tmp_path):
     # LibCST drops the "#c" comment line here (mixed line endings, no final newline).
     assert cst.parse_module(UNREPRODUCIBLE).code != UNREPRODUCIBLE
     with pytest.raises(UnreproducibleSource):
-        fix_source(Engine(), "example.py", UNREPRODUCIBLE, unsafe=True)
+        fix_source(api.engine(), "example.py", UNREPRODUCIBLE, unsafe=True)
     target = tmp_path / "example.py"
     target.write_bytes(UNREPRODUCIBLE.encode())
-    result = fix_file(Engine(), str(target), unsafe=True, write=True)
+    result = fix_file(api.engine(), str(target), unsafe=True, write=True)
     assert "not rewritten" in result.error.message
     assert target.read_bytes() == UNREPRODUCIBLE.encode()
 
 
 def test_check_of_a_file_libcst_cannot_reproduce_offers_no_edits():
-    result = Engine().check_source("example.py", UNREPRODUCIBLE, with_edits=True)
+    result = api.engine().check_source("example.py", UNREPRODUCIBLE, with_edits=True)
     assert [f.code for f in result.findings] == ["TDV501"]
     assert result.findings[0].fix.edits == []
 
@@ -64,12 +64,12 @@ FORM_FEED = 'import torch\n\x0c\ny = torch.ones(2).cuda()  # noqa: TDV101\nz = t
 
 
 def test_noqa_after_a_form_feed_line_suppresses_its_own_line():
-    result = Engine().check_source("example.py", FORM_FEED, with_edits=True)
+    result = api.engine().check_source("example.py", FORM_FEED, with_edits=True)
     assert [(f.code, f.location.row) for f in result.findings] == [("TDV501", 4)]
 
 
 def test_fix_edits_after_a_form_feed_line_replace_the_reported_row():
-    result = Engine().check_source("example.py", FORM_FEED, with_edits=True)
+    result = api.engine().check_source("example.py", FORM_FEED, with_edits=True)
     [edit] = result.findings[0].fix.edits
     assert (edit.location.row, edit.end_location.row) == (4, 5)
     assert edit.content == 'z = torch.load("a.pt", map_location="cpu")\n'
@@ -78,13 +78,13 @@ def test_fix_edits_after_a_form_feed_line_replace_the_reported_row():
 def test_code_frame_after_a_form_feed_line_shows_the_reported_line():
     from torchdevice_lint.app.output import render
 
-    result = Engine().check_source("example.py", FORM_FEED)
+    result = api.engine().check_source("example.py", FORM_FEED)
     frame = render("full", [result], {"example.py": FORM_FEED})
     assert '4 | z = torch.load("a.pt")' in frame
 
 
 def test_physical_lines_break_where_python_does():
-    from torchdevice_lint.analysis.lines import physical_lines
+    from torchdevice_lint.syntax.lines import physical_lines
 
     text = "a\x0cb\r\nc\u2028d\re\n\nf"
     assert physical_lines(text) == ["a\x0cb", "c\u2028d", "e", "", "f"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint import api
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app.output import full, render
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -23,7 +23,7 @@ SOURCE = (
 
 @pytest.fixture
 def results():
-    engine = Engine(Settings(extend_select=("TDV9",)))
+    engine = api.engine(Settings(extend_select=("TDV9",)))
     return [engine.check_source("pkg/train.py", SOURCE, with_edits=True)]
 
 
@@ -60,7 +60,7 @@ def test_gitlab_code_quality_report(results):
     assert first["description"].startswith("TDV101 `.cuda()`")
     assert len({item["fingerprint"] for item in report}) == len(report)
     # The fingerprint follows the finding, not its line: code inserted above keeps it.
-    shifted = Engine(Settings(extend_select=("TDV9",))).check_source("pkg/train.py", "# comment\n" + SOURCE)
+    shifted = api.engine(Settings(extend_select=("TDV9",))).check_source("pkg/train.py", "# comment\n" + SOURCE)
     assert [i["fingerprint"] for i in json.loads(render("gitlab", [shifted], {}))] == [i["fingerprint"] for i in report]
 
 
@@ -75,7 +75,7 @@ def test_rdjson_for_reviewdog_carries_fixes_as_suggestions(results):
 
 
 def frame_carets(source, code="TDV101"):
-    results = [Engine(Settings()).check_source("x.py", source)]
+    results = [api.engine(Settings()).check_source("x.py", source)]
     lines = full(results, {"x.py": source}).splitlines()
     shown = next(i for i, line in enumerate(lines) if line.rstrip().endswith(code) and "^" in line)
     return lines[shown - 1].split("| ", 1)[1], lines[shown].split("| ", 1)[1]

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint import api
 from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.app.output import FORMATS, render, sorted_results
-from torchdevice_lint.analysis.settings import ConfigError, Settings
+from torchdevice_lint.model.settings import ConfigError, Settings
 
 HAZARDS = (
     "import torch\n"
@@ -114,7 +114,7 @@ def test_python_dash_m_runs_both_commands(project):
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_every_format_lists_findings_in_file_order(name):
-    engine = Engine(Settings())
+    engine = api.engine(Settings())
     second = engine.check_source("b.py", HAZARDS)
     first = engine.check_source("a.py", "import torch\ny = torch.load('x.pt')\n")
     # Workers and the cache may hand results back in any order, findings too.
@@ -129,7 +129,7 @@ def test_every_format_lists_findings_in_file_order(name):
 
 def test_engine_findings_are_in_file_order():
     source = "import torch\na = torch.load(torch.ones(2).cuda())\n"
-    findings = Engine(Settings()).check_source("x.py", source).findings
+    findings = api.engine(Settings()).check_source("x.py", source).findings
     assert [(f.location.row, f.location.column) for f in findings] == sorted((f.location.row, f.location.column) for f in findings)
 
 
@@ -151,7 +151,7 @@ def test_unknown_codes_in_the_selection_are_a_configuration_error(key):
 
 @pytest.mark.parametrize("directive", ["# torchdevice-lint: noqa: TDV101", "# ruff: noqa: TDV1", "# flake8: noqa: TDV101,TDV2"])
 def test_file_level_noqa_with_codes_turns_those_codes_off(directive):
-    findings = Engine(Settings()).check_source("x.py", f"{directive}\n{HAZARDS}").findings
+    findings = api.engine(Settings()).check_source("x.py", f"{directive}\n{HAZARDS}").findings
     assert [f.code for f in findings] == ["TDV501"]
 
 
@@ -162,9 +162,9 @@ def test_unused_noqa_is_reported_only_where_nothing_was_suppressed():
         "b = torch.ones(2)  # noqa: TDV101, E501\n"  # TDV101 unused; E501 is another tool's
         "c = torch.ones(2)  # noqa\n"  # bare: may serve flake8
     )
-    engine = Engine(settings_from_table({"extend-select": ["TDV900"]}))
+    engine = api.engine(settings_from_table({"extend-select": ["TDV900"]}))
     findings = engine.check_source("x.py", source).findings
     assert [(f.code, f.location.row, f.location.column, f.message) for f in findings] == [
         ("TDV900", 3, 20, "Unused `noqa` directive (unused: TDV101)")
     ]
-    assert Engine(Settings()).check_source("x.py", source).findings == []  # opt-in
+    assert api.engine(Settings()).check_source("x.py", source).findings == []  # opt-in

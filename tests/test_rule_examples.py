@@ -4,16 +4,16 @@ invalid code yields the declared findings, fix safety and exact fixed code."""
 import pytest
 
 from torchdevice_lint.app.config import settings_from_table
-from torchdevice_lint.analysis.engine import Engine
-from torchdevice_lint.analysis.fixer import fix_source
-from torchdevice_lint.analysis.registry import all_rules
+from torchdevice_lint import api
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.rules.catalogue import all_rules
 
 RULES = all_rules()
 
 
 def engine_for(rule, example):
     settings = settings_from_table({"select": [rule.code], **(example.config or {})})
-    return Engine(settings, rules=[rule])
+    return api.engine(settings, rules=[rule])
 
 
 def cases(kind):

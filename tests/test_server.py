@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.model.settings import Settings
 
 from bench.lsp_client import LspClient, file_uri
 from test_editor import apply_edits
@@ -180,7 +180,7 @@ def test_a_syntax_error_is_one_diagnostic_and_the_server_goes_on(client, project
 
 CRASHING_ENGINE = (
     "import sys\n"
-    "from torchdevice_lint.analysis.engine import Engine\n"
+    "from torchdevice_lint.engine.engine import Engine\n"
     "real = Engine.analyze\n"
     "def analyze(self, path, source, module=None):\n"
     "    if 'BOOM' in source:\n"

@@ -3,9 +3,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.analysis.settings import Settings
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app.config import settings_from_table
-from torchdevice_lint.analysis.engine import Engine
+from torchdevice_lint import api
 
 SOURCE = (
     "import torch\n"
@@ -18,7 +18,7 @@ SOURCE = (
 
 
 def codes(settings, path="lib/train.py"):
-    return [f.code for f in Engine(settings).check_source(path, SOURCE).findings]
+    return [f.code for f in api.engine(settings).check_source(path, SOURCE).findings]
 
 
 def test_hints_are_off_by_default_and_on_with_their_prefix():
@@ -41,9 +41,9 @@ def test_per_file_ignores_allowlist_the_files_that_may_use_cuda():
 
 def test_unguarded_raising_call_is_reported_once_by_the_most_specific_rule():
     source = "import torch\ntorch.cuda.synchronize()\n"
-    both = Engine(Settings(extend_select=("TDV9",))).check_source("a.py", source).findings
+    both = api.engine(Settings(extend_select=("TDV9",))).check_source("a.py", source).findings
     assert [f.code for f in both] == ["TDV301"]
-    strict_only = Engine(Settings(select=("TDV9",))).check_source("a.py", source).findings
+    strict_only = api.engine(Settings(select=("TDV9",))).check_source("a.py", source).findings
     assert [f.code for f in strict_only] == ["TDV901"]
 
 

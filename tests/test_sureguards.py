@@ -7,9 +7,9 @@ import itertools
 import libcst as cst
 import pytest
 
-from torchdevice_lint.analysis import guards
-from torchdevice_lint.analysis.prefilter import parse_facts
-from torchdevice_lint.analysis.sureguards import sign
+from torchdevice_lint.knowledge import cst_guards as guards
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.knowledge.ast_guards import sign
 
 CONDITIONS = [
     "torch.cuda.is_available()",

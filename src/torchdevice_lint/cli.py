@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .analysis.engine import Engine
-from .analysis.findings import FileResult
-from .analysis.registry import all_rules, rule_by_code
-from .analysis.settings import ConfigError, Settings
+from .engine.engine import Engine
+from .model.findings import FileResult
+from .rules.catalogue import all_rules, rule_by_code
+from .model.settings import ConfigError, Settings
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
@@ -245,7 +245,7 @@ def _check_command(args: argparse.Namespace) -> int:
         if source is None:
             return EXIT_ERROR
         results = [] if _stdin_excluded(args, resolver, run) else [
-            check_file(Engine(run), source.path, with_edits, source=source)
+            check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
         ]
         sources = {source.path: source.text}
     else:
@@ -254,7 +254,7 @@ def _check_command(args: argparse.Namespace) -> int:
         results = []
         try:
             for settings, group in _groups(files, resolver):
-                results.extend(check_paths(Engine(settings), group, with_edits, jobs=args.jobs,
+                results.extend(check_paths(Engine(settings, all_rules()), group, with_edits, jobs=args.jobs,
                                            cache=_cache(args, settings, with_edits), on_done=progress.advance))
         finally:
             progress.close()
@@ -345,7 +345,7 @@ def _fix_command(args: argparse.Namespace) -> int:
         if _stdin_excluded(args, resolver, run):
             sys.stdout.write("" if args.diff else source.text)
             return EXIT_CLEAN
-        result = fix_file(Engine(run), source.path, run.unsafe_fixes, write=False, source=source)
+        result = fix_file(Engine(run, all_rules()), source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
             _error(str(result.error))
@@ -360,7 +360,7 @@ def _fix_command(args: argparse.Namespace) -> int:
     try:
         with StopOnInterrupt() as stop:
             for settings, group in _groups(files, resolver):
-                results.extend(fix_paths(Engine(settings), group, settings.unsafe_fixes, write, jobs=args.jobs,
+                results.extend(fix_paths(Engine(settings, all_rules()), group, settings.unsafe_fixes, write, jobs=args.jobs,
                                          cache=_cache(args, settings, False), stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator, List, Sequence, Tuple
 
-from . import __version__
-from .analysis.engine import Engine
-from .analysis.settings import Settings
+from . import __version__, api
 
 
 def _explicitly_selected(options) -> Tuple[str, ...]:
@@ -27,7 +25,7 @@ def _explicitly_selected(options) -> Tuple[str, ...]:
 class Plugin:
     name = "torchdevice-lint"
     version = __version__
-    _engine = Engine(Settings())
+    _engine = api.engine()
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
         # flake8's own ``ast`` is the engine's first stage: most files are never parsed again.
@@ -38,7 +36,7 @@ class Plugin:
     @classmethod
     def parse_options(cls, options) -> None:
         opt_in = _explicitly_selected(options)
-        cls._engine = Engine(Settings(select=("TDV",) + opt_in))
+        cls._engine = api.engine(api.Settings(select=("TDV",) + opt_in))
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)

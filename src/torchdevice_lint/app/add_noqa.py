@@ -12,8 +12,8 @@ import io
 import tokenize
 from typing import Dict, List, Sequence, Set, Tuple
 
-from ..analysis.findings import FileResult
-from ..analysis.noqa import NOQA, split_codes
+from ..model.findings import FileResult
+from ..engine.noqa import NOQA, split_codes
 from .sources import SourceError, read_source, write_source
 
 

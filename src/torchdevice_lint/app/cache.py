@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .. import __version__
-from ..analysis.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
-from ..analysis.registry import all_rules
-from ..analysis.settings import Settings
+from ..model.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+from ..rules.catalogue import all_rules
+from ..model.settings import Settings
 
 CACHE_DIR_NAME = ".torchdevice_cache"
 CACHE_DIR_ENV = "TORCHDEVICE_LINT_CACHE_DIR"

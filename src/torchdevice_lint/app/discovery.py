@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import pathspec
 
-from ..analysis.settings import Settings, compiled_patterns, relative_path
+from ..model.settings import Settings, compiled_patterns, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
 SettingsFor = Callable[[str], Settings]

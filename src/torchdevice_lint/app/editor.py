@@ -17,16 +17,16 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from ..analysis.context import Analysis, RawFinding
-from ..analysis.engine import Engine, to_finding
-from ..analysis.findings import Finding
-from ..analysis.lines import LINE_BREAK, physical_lines
-from ..analysis.fixer import FixError, apply_fixes, lost_suffix, verify
-from ..analysis.fixes import Applicability
-from ..analysis.noqa import NOQA
-from ..analysis.pyparse import Unparsable
-from ..analysis.registry import rule_by_code
-from ..analysis.settings import ConfigError, Settings
+from ..engine.context import Analysis, RawFinding
+from ..engine.engine import Engine, to_finding
+from ..model.findings import Finding
+from ..syntax.lines import LINE_BREAK, physical_lines
+from ..engine.fixer import FixError, apply_fixes, lost_suffix, verify
+from ..model.fixes import Applicability
+from ..engine.noqa import NOQA
+from ..syntax.ast_parse import Unparsable
+from ..rules.catalogue import all_rules, rule_by_code
+from ..model.settings import ConfigError, Settings
 from .. import __version__
 from .cache import user_cache_root
 from .config import find_pyproject, load_settings
@@ -372,7 +372,7 @@ class Projects:
             except ConfigError as problem:
                 settings, error = Settings(root=os.path.dirname(key) if pyproject else key), str(problem)
             settings = settings.with_overrides(unsafe_fixes=self.unsafe_fixes)
-            self._engines[key] = (Engine(settings), error)
+            self._engines[key] = (Engine(settings, all_rules()), error)
         return self._engines[key]
 
     def forget(self) -> None:

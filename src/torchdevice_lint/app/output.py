@@ -15,8 +15,8 @@ from pathlib import PurePath
 from typing import Callable, Dict, List, Optional, Sequence
 from urllib.parse import quote
 
-from ..analysis.findings import FileResult, Finding, position_key
-from ..analysis.lines import physical_lines
+from ..model.findings import FileResult, Finding, position_key
+from ..syntax.lines import physical_lines
 
 Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
@@ -280,7 +280,7 @@ def sarif(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     """SARIF 2.1.0, as GitHub code scanning and other dashboards ingest it. Columns count
     Unicode code points, as every other format here does."""
     from .. import __version__
-    from ..analysis.registry import all_rules
+    from ..rules.catalogue import all_rules
 
     rules = all_rules()
     index = {rule.code: position for position, rule in enumerate(rules)}

@@ -29,8 +29,8 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from ..analysis.engine import Engine
-from ..analysis.findings import FileError, FileResult
+from ..engine.engine import Engine
+from ..model.findings import FileError, FileResult
 from .cache import ResultCache, content_hash
 from .runner import FixResult, check_file, fix_file, over_budget_error
 from .sources import SourceError, SourceFile, read_source
@@ -180,7 +180,7 @@ def check_paths(
 
 
 def _check_in_pool(engine: Engine, pending, with_edits: bool, workers: int):
-    from ..analysis import batched  # noqa: F401 - LibCST, imported once here, not in every forked worker
+    from ..engine import batched  # noqa: F401 - LibCST, imported once here, not in every forked worker
 
     return _run_in_pool(engine, pending, workers, _check_batch, (with_edits,), _start_worker,
                         lambda path, error: FileResult(path, error=error))
@@ -314,7 +314,7 @@ def fix_paths(
 
 
 def _fix_in_pool(engine: Engine, pending, unsafe: bool, write: bool, workers: int, stop: Callable[[], bool]):
-    from ..analysis import fixer  # noqa: F401 - LibCST, imported once here, not in every forked worker
+    from ..engine import fixer  # noqa: F401 - LibCST, imported once here, not in every forked worker
 
     return _run_in_pool(engine, pending, workers, _fix_batch, (unsafe, write), _start_fix_worker,
                         lambda path, error: FixResult(path, error=error), stop)

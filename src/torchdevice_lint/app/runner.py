@@ -15,11 +15,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional
 
-from ..analysis.engine import Engine, to_finding
-from ..analysis.findings import FileError, FileResult
-from ..analysis.fixes import FixError
-from ..analysis.lines import physical_lines
-from ..analysis.pyparse import Unparsable
+from ..engine.engine import Engine, to_finding
+from ..model.findings import FileError, FileResult
+from ..model.fixes import FixError
+from ..syntax.lines import physical_lines
+from ..syntax.ast_parse import Unparsable
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.
@@ -29,7 +29,7 @@ WRITE_ATTEMPTS = 3
 def fix_source(engine: Engine, path: str, text: str, unsafe: bool):
     """``analysis.fixer.fix_source``, imported when the first file is fixed: it needs LibCST,
     which a ``check`` of files without candidates never imports."""
-    from ..analysis.fixer import fix_source as fix
+    from ..engine.fixer import fix_source as fix
 
     return fix(engine, path, text, unsafe)
 

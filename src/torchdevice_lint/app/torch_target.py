@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
 
-from ..analysis.settings import Settings
+from ..model.settings import Settings
 
 # "torch", then extras, then the version part up to a marker: "torch[opt] >=2.1,<3 ; python_version..."
 _REQUIREMENT = re.compile(r"^\s*torch\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#@]*)", re.IGNORECASE)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..analysis.fixes import Applicability, ImportSpec
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Resolved, Triggers, Unguarded
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import source_of
+from ..model.fixes import Applicability, ImportSpec
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Resolved, Triggers, Unguarded
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..analysis.fixes import Applicability
-from ..analysis.guards import OTHER_BACKENDS, backend_of_device_string
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Placed, Triggers
-from ..analysis.rule import Invalid, Valid
-from ..analysis.syntax import string_value
+from ..model.fixes import Applicability
+from ..knowledge.cst_guards import OTHER_BACKENDS, backend_of_device_string
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Placed, Triggers
+from ..engine.rule import Invalid, Valid
+from ..syntax.cst_nodes import string_value
 from .common import availability_check, method_name
 from .placement import HardcodedCudaDevice, report_device_method
 

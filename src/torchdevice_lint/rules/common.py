@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from ..analysis.fixes import Applicability, Fix
-from ..analysis.lazycst import cst
-from ..analysis.rule import Rule
-from ..analysis.syntax import string_value
+from ..model.fixes import Applicability, Fix
+from ..syntax.cst_lazy import cst
+from ..engine.rule import Rule
+from ..syntax.cst_nodes import string_value
 
 if TYPE_CHECKING:
-    from ..analysis.context import FileContext
+    from ..engine.context import FileContext
 
 # dtype of each legacy typed tensor class, torch.cuda.FloatTensor and friends.
 LEGACY_TENSOR_DTYPES = {

@@ -6,14 +6,15 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Sequence, Set
 
-from ..analysis.fixes import Applicability, Fix
-from ..analysis.inference import FileInference, Mix, Place, cst_node, infer, value_at
-from ..analysis.inference.shape import MODULE_BASE_ENDINGS
-from ..analysis.inference.vocabulary import TORCH_CPU_SOURCES
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Inferred, Triggers
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import source_of
+from ..model.fixes import Applicability, Fix
+from ..inference import FileInference, Mix, Place, value_at
+from ..engine.bridge import cst_node, infer
+from ..inference.shape import MODULE_BASE_ENDINGS
+from ..inference.vocabulary import TORCH_CPU_SOURCES
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Inferred, Triggers
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import source_of
 from .common import display_only, keyword, keyword_arg
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..analysis.fixes import Applicability
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import INTEGER, Arguments
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import last_name, source_of
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
+from ..first_stage.facts import INTEGER
+from ..first_stage.triggers import Arguments
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import last_name, source_of
 from .common import availability_check, method_name, positional
 
 #: Variables that hold a device index in real code (``args.gpu``, ``self.local_rank``...).

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import FrozenSet, Optional
 
-from ..analysis import guards
-from ..analysis.fixes import Applicability
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Triggers
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import dotted_name, source_of, string_value
+from ..knowledge import cst_guards as guards
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Triggers
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import dotted_name, source_of, string_value
 from .common import availability_check, keyword, method_name, positional
 
 #: Collective backends that run only on their own devices (measured on CPU-only torch 2.13:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..analysis.fixes import Applicability
-from ..analysis.inference import cst_node, infer
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Inferred, Triggers
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import source_of
+from ..model.fixes import Applicability
+from ..engine.bridge import cst_node, infer
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Inferred, Triggers
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import source_of
 from .common import display_only
 from .dataflow import ON_DEVICE
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from ..analysis.fixes import Applicability
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Placed, Resolved
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import source_of
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Placed, Resolved
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import source_of
 from .common import (
     CUDA_TENSOR_NAMES,
     LEGACY_TENSOR_DTYPES,

@@ -6,9 +6,9 @@ directives were needed (``analysis.noqa``); this class carries the rule's metada
 
 from __future__ import annotations
 
-from ..analysis.noqa import UNUSED_NOQA
-from ..analysis.prefilter import Triggers
-from ..analysis.rule import Invalid, Rule, Valid
+from ..engine.noqa import UNUSED_NOQA
+from ..first_stage.triggers import Triggers
+from ..engine.rule import Invalid, Rule, Valid
 
 
 class UnusedNoqa(Rule):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..analysis.fixes import Applicability
-from ..analysis.inference.vocabulary import is_parameterless_module
-from ..analysis.lazycst import cst
-from ..analysis.prefilter import Placed, Triggers, Unguarded
-from ..analysis.rule import Invalid, Rule, Valid
-from ..analysis.syntax import last_name, source_of, string_value
+from ..model.fixes import Applicability
+from ..inference.vocabulary import is_parameterless_module
+from ..syntax.cst_lazy import cst
+from ..first_stage.triggers import Placed, Triggers, Unguarded
+from ..engine.rule import Invalid, Rule, Valid
+from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
 
-from ..analysis import guards
-from ..analysis.lazycst import cst
-from ..analysis.syntax import last_name, source_of
+from ..knowledge import cst_guards as guards
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import last_name, source_of
 from .common import method_name
 
 if TYPE_CHECKING:
-    from ..analysis.context import FileContext
+    from ..engine.context import FileContext
 
 LOADERS = {"torch.load", "torch.jit.load"}
 SAVERS = {"torch.save", "torch.jit.save"}
@@ -42,7 +42,7 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
 
 
 def _nodes_of(root: cst.CSTNode, *node_types: type) -> list:
-    from ..analysis.walk import nodes_of  # LibCST: imported once a file is parsed
+    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
 
     return nodes_of(root, *node_types)
 
@@ -92,7 +92,7 @@ class SavedFiles:
 
     def _saves(self) -> Iterator[Tuple[cst.Call, cst.BaseExpression]]:
         """Every ``torch.save(value, path)`` with its path (through ``with open(path) as f``)."""
-        from ..analysis.walk import TRIVIA_TYPES, walk  # read-only: ``Module.visit`` rebuilds the tree
+        from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``Module.visit`` rebuilds the tree
 
         finder = _SaveFinder(self.ctx)
         walk(self.ctx.module, finder, skip=TRIVIA_TYPES)
@@ -189,7 +189,7 @@ def may_be_none(ctx: FileContext, name: str) -> bool:
     tensors where they were saved (ENAS: ``None`` unless ``--num_gpu 0``, default 1).
     ``map_location = None`` then ``if not torch.cuda.is_available(): map_location = "cpu"``
     is fine and stays silent."""
-    from ..analysis.walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     finder = _AssignmentFinder(ctx, name)
     walk(ctx.enclosing_function() or ctx.module, finder, skip=TRIVIA_TYPES)

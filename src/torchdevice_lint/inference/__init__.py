@@ -1,16 +1,15 @@
-"""Intraprocedural device inference for the TDV4xx rules (see ``file.py`` for the method).
+"""Intraprocedural device inference for the TDV4xx rules (see ``file.py`` for the method). It
+reads CPython's tree; ``engine/bridge.py`` finds its nodes in the LibCST tree the rules report on.
 
 values      the lattice: where a value lives, joins, the events the rules read
 vocabulary  the PyTorch names it knows
 shape       the file-level pre-pass (functions, classes, attribute sites)
 statements  the statement walk; expressions and calls: what an expression evaluates to
-nodes       what the walk reads of CPython ``ast`` nodes
+seeds       where its walks can start (lines the first stage's walk records)
 file        one file: every function, class facts, the shared result
-located     the result's nodes in the LibCST tree the rules report on
 """
 
 from .file import infer_tree, value_at
-from .located import cst_node, infer
 from .values import FileInference, Mix, Place
 
-__all__ = ["FileInference", "Mix", "Place", "cst_node", "infer", "infer_tree", "value_at"]
+__all__ = ["FileInference", "Mix", "Place", "infer_tree", "value_at"]

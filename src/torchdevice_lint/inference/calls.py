@@ -7,9 +7,32 @@ import ast
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
-from .nodes import call_args, dotted_name, fstring_head, is_integer, is_literal, keyword_value, last_name, literal_string, positional_args
+from ..syntax.ast_nodes import (
+    call_args,
+    dotted_name,
+    fstring_head,
+    is_integer,
+    is_literal,
+    keyword_value,
+    last_name,
+    literal_string,
+    positional_args,
+)
 from .statements import is_false_literal
-from .values import MAX_RECORDED_ENTRIES, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Mix, NumpyCall, Operand, Place, Rank, Value
+from .values import (
+    MAX_RECORDED_ENTRIES,
+    ON_DEVICE,
+    PYTHON,
+    PYTHON_SCALAR,
+    TENSOR_PLACES,
+    Env,
+    Mix,
+    NumpyCall,
+    Operand,
+    Place,
+    Rank,
+    Value,
+)
 from .vocabulary import (
     ARRAY_SHAPING,
     DATA_FACTORIES,

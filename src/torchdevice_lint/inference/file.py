@@ -11,8 +11,8 @@ forget what was known about it.
 The result of a file's analysis is a list of events (``.numpy()`` on a device tensor, an
 operation mixing a device tensor with a non-0-dim CPU tensor, a float64 tensor made on a
 device) that the rules in ``dataflow.py`` and ``dtypes.py`` turn into findings and fixes. It
-reads CPython's ``ast``: the first stage runs it once per file (``prefilter.Inferred``), and
-only a file where it finds something is parsed with LibCST for those rules (``located.py``).
+reads CPython's ``ast``: the first stage runs it once per file (``first_stage.triggers.Inferred``), and
+only a file where it finds something is parsed with LibCST for those rules (``engine/bridge.py``).
 """
 
 from __future__ import annotations
@@ -22,18 +22,24 @@ from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-from ..lines import physical_lines
-from ..syntax import qualified
+from ..syntax.lines import physical_lines
+from ..syntax.cst_nodes import qualified
 from .calls import CallWalk
 from .expressions import ExpressionWalk
-from .nodes import dotted_name, file_aliases, last_name, literal_string
+from ..syntax.ast_nodes import dotted_name, file_aliases, last_name, literal_string
 from .shape import FUNCTION_TYPES, Function, ShapeWalker
 from .statements import StatementWalk
 from .values import PYTHON, PYTHON_SCALAR, ClassFacts, Env, FileInference, Place, Scope, Value, join_envs
-from .vocabulary import DEFAULT_DEVICE_SETTERS, MOVE_OVERRIDES, NO_GRAD_CONTEXTS, TORCH_CPU_SOURCES, place_of_device_string
+from .vocabulary import (
+    DEFAULT_DEVICE_SETTERS,
+    MOVE_OVERRIDES,
+    NO_GRAD_CONTEXTS,
+    TORCH_CPU_SOURCES,
+    place_of_device_string,
+)
 
 if TYPE_CHECKING:
-    from ..prefilter import Facts
+    from .seeds import Seeds
 
 
 class SourceContext:
@@ -68,9 +74,9 @@ class SourceContext:
 
 @lru_cache(maxsize=256)
 def _positive_guard(text: str, aliases: tuple) -> bool:
-    from .. import guards
-    from ..lazycst import cst
-    from ..syntax import dotted_name as cst_dotted_name
+    from ..knowledge import cst_guards as guards
+    from ..syntax.cst_lazy import cst
+    from ..syntax.cst_nodes import dotted_name as cst_dotted_name
 
     try:
         test = cst.parse_expression(f"({text})")
@@ -88,7 +94,9 @@ class FileAnalysis:
     """The pre-pass, then every function that can start a CPU value or an event; methods
     start from their class facts: what ``__init__`` alone assigned to ``self``."""
 
-    def __init__(self, ctx: SourceContext, facts: "Facts", walk_every_function: bool = False) -> None:
+    def __init__(
+        self, ctx: SourceContext, seeds: "Seeds", calls: Dict[str, List[ast.Call]], walk_every_function: bool = False
+    ) -> None:
         self.ctx = ctx
         self.result = FileInference()
         walker = ShapeWalker()
@@ -97,18 +105,18 @@ class FileAnalysis:
         self.default_device_changed = any(setter in ctx.source for setter in DEFAULT_DEVICE_SETTERS)
         self.class_facts: Dict[int, ClassFacts] = {}
         self.walk_every_function = walk_every_function
-        self.cpu_lines, self.seed_lines = self.seeds(facts)
+        self.cpu_lines, self.seed_lines = self.seed_lines_of(seeds, calls)
 
-    def seeds(self, facts: "Facts") -> Tuple[List[int], List[int]]:
+    def seed_lines_of(self, seeds: "Seeds", calls_by_name: Dict[str, List[ast.Call]]) -> Tuple[List[int], List[int]]:
         """The sorted lines of every node a walk can start a CPU value from, and of every node
         it can start a CPU value, a CPU module or an event from. Every CPU tensor starts at a
         torch factory, ``.cpu()`` or a ``"cpu"`` string; every CPU module at a ``torch.nn``
         constructor or a module class of the file; ``.numpy()`` events need the call and
         float64 ones ``.double()`` or a float64 name. A walk knows nothing of other functions'
         values, so a function holding none of these has nothing to report."""
-        cpu, others = list(facts.seeds.cpu), list(facts.seeds.events)
+        cpu, others = list(seeds.cpu), list(seeds.events)
         classes = self.shape.module_classes
-        for dotted, calls in facts.dotted_calls.items():
+        for dotted, calls in calls_by_name.items():
             name = qualified(dotted, self.ctx.aliases)
             if name is not None and name.startswith("torch.") and name[6:] in TORCH_CPU_SOURCES:
                 cpu.extend(call.lineno for call in calls)
@@ -233,12 +241,19 @@ class FileAnalysis:
         return None
 
 
-def infer_tree(tree: ast.Module, source: str, facts: "Facts", walk_every_function: bool = False) -> FileInference:
+def infer_tree(
+    tree: ast.Module,
+    source: str,
+    seeds: "Seeds",
+    calls: Dict[str, List[ast.Call]],
+    walk_every_function: bool = False,
+) -> FileInference:
     """The device inference of one file, on CPython's tree: the TDV4xx rules and TDV601 read
     it, and the first stage asks it whether they have anything to report (``Facts.inferred``).
-    ``facts`` are the first stage's for this tree (where its seeds are); ``walk_every_function``
-    also walks the functions that hold no seed, as a reference for the tests."""
-    return FileAnalysis(SourceContext(tree, source), facts, walk_every_function).run()
+    ``seeds`` and ``calls`` (dotted name of the called expression -> those calls) are where its
+    walks can start, as the first stage's walk found them; ``walk_every_function`` also walks
+    the functions that hold no seed, as a reference for the tests."""
+    return FileAnalysis(SourceContext(tree, source), seeds, calls, walk_every_function).run()
 
 
 #: Statements walked on their own (functions), or never (class bodies).

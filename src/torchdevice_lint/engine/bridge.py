@@ -10,18 +10,18 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
-from .values import FileInference
+from ..inference.values import FileInference
 
 if TYPE_CHECKING:
-    from ..context import FileContext
-    from ..lazycst import cst
+    from .context import FileContext
+    from ..syntax.cst_lazy import cst
 
 
 def infer(ctx: "FileContext") -> FileInference:
     """The file's inference: the first stage's, or computed here when the engine ran without
     it (one CPython parse)."""
     if ctx.inference is None:
-        from ..prefilter import parse_facts
+        from ..first_stage.facts import parse_facts
 
         ctx.inference = parse_facts(ctx.source, ctx.python_tree()).inferred()
     return ctx.inference
@@ -31,7 +31,7 @@ def cst_node(ctx: "FileContext", node: ast.AST) -> Optional["cst.CSTNode"]:
     """The LibCST node standing where ``node`` stands in ``ctx.module``."""
     inference = infer(ctx)
     if inference.located is None:
-        from ..positions import cst_nodes_at
+        from ..syntax.positions import cst_nodes_at
 
         inference.located = cst_nodes_at(ctx.module, ctx.source, inference.reported_nodes(), ctx.statement_first_lines)
     return inference.located.get(id(node))

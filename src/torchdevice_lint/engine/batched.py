@@ -14,15 +14,16 @@ from typing import Dict, Optional, Sequence, Type, Union
 
 import libcst as cst
 
-from . import guards, noqa
+from ..knowledge import cst_guards as guards
+from . import noqa
 from .context import Analysis, FileContext
-from .inference import FileInference
-from .positions import node_positions
-from .pyparse import Unparsable
+from ..inference import FileInference
+from ..syntax.positions import node_positions
+from ..syntax.ast_parse import Unparsable
 from .rule import Rule
-from .settings import Settings
-from .syntax import child_blocks, dotted_name
-from .walk import TRIVIA_TYPES, walk
+from ..model.settings import Settings
+from ..syntax.cst_nodes import child_blocks, dotted_name
+from ..syntax.cst_walk import TRIVIA_TYPES, walk
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 

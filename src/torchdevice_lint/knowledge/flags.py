@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from .lazycst import cst
-from .syntax import last_name, string_value
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import last_name, string_value
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
 
 
 def mentions_availability(node: cst.CSTNode) -> bool:
-    from .walk import nodes_of
+    from ..syntax.cst_walk import nodes_of
 
     return any(
         isinstance(call.func, cst.Attribute) and call.func.attr.value in AVAILABILITY_WORDS
@@ -85,7 +85,7 @@ class FlagDefaults:
     def _attribute_defaults(self) -> Dict[str, Optional[bool]]:
         if self._attributes is None:
             found: Dict[str, Optional[bool]] = {}
-            from .walk import nodes_of
+            from ..syntax.cst_walk import nodes_of
 
             nodes = nodes_of(self.module, cst.Call, cst.Assign)  # one walk of the module for both
             for call in (n for n in nodes if type(n) is cst.Call and isinstance(n.func, cst.Attribute) and n.func.attr.value == "add_argument"):
@@ -110,7 +110,7 @@ class FlagDefaults:
 def _assignments(root: cst.CSTNode, target_type: type) -> list:
     """``x = ...`` statements with one target of ``target_type`` in ``root``'s tree, in order
     (``matchers.findall`` would rebuild the whole tree: about a LibCST parse for a module)."""
-    from .walk import nodes_of
+    from ..syntax.cst_walk import nodes_of
 
     return [a for a in nodes_of(root, cst.Assign) if _single_target(a, target_type)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from .lazycst import cst
+from .cst_lazy import cst
 
 
 def dotted_name(node: cst.BaseExpression) -> Optional[str]:

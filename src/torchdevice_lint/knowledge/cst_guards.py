@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Collection, FrozenSet, Optional
 
-from .lazycst import cst
-from .syntax import dotted_name, last_name, string_value
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import dotted_name, last_name, string_value
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
@@ -439,7 +439,7 @@ def spawned_per_gpu(module: cst.Module, qualname: QualName) -> FrozenSet[str]:
     """Functions of the file started by ``mp.spawn(worker, nprocs=n)`` where ``n`` counts the
     GPUs (``torch.cuda.device_count()``, or a name or ``args.ngpus_per_node`` assigned it):
     without a GPU no such process starts."""
-    from .walk import nodes_of  # read-only: ``findall`` would rebuild the whole module
+    from ..syntax.cst_walk import nodes_of  # read-only: ``findall`` would rebuild the whole module
 
     counts = {
         dotted_name(target.target)

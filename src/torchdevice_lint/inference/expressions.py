@@ -5,8 +5,19 @@ from __future__ import annotations
 import ast
 from typing import List, Optional
 
-from .nodes import call_args, dotted_name, fstring_head, is_integer
-from .values import LIST, ON_DEVICE, PYTHON, PYTHON_SCALAR, TENSOR_PLACES, Env, Place, Rank, Value, join_values
+from ..syntax.ast_nodes import call_args, dotted_name, fstring_head, is_integer
+from .values import (
+    LIST,
+    ON_DEVICE,
+    PYTHON,
+    PYTHON_SCALAR,
+    TENSOR_PLACES,
+    Env,
+    Place,
+    Rank,
+    Value,
+    join_values,
+)
 from .vocabulary import (
     ARRAY_FACTORIES,
     ARRAY_SHAPING,

@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from .nodes import child_blocks, dotted_name, last_name, literal_string
+from ..syntax.ast_nodes import child_blocks, dotted_name, last_name, literal_string
 from .vocabulary import MOVING_METHODS
 
 Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]

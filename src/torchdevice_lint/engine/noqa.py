@@ -16,7 +16,7 @@ import re
 import tokenize
 from typing import Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
-from .lines import physical_lines
+from ..syntax.lines import physical_lines
 
 UNUSED_NOQA = "TDV900"
 _CODES = r"[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*"

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from . import guards
-from .fixes import Fix, ImportSpec
-from .flags import FlagDefaults
-from .positions import statement_first_lines
-from .pyparse import compile_python
-from .syntax import dotted_name, import_aliases, qualified
+from ..knowledge import cst_guards as guards
+from ..model.fixes import Fix, ImportSpec
+from ..knowledge.flags import FlagDefaults
+from ..syntax.positions import statement_first_lines
+from ..syntax.ast_parse import compile_python
+from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
 
 if TYPE_CHECKING:
-    from .inference import FileInference
+    from ..inference import FileInference
     from .rule import Rule
-    from .settings import Settings
+    from ..model.settings import Settings
 
 
 @dataclass

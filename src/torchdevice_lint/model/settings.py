@@ -153,7 +153,7 @@ def parse_import(text: str) -> List[ImportSpec]:
     """``"from a.b import c as d, e"`` / ``"import a.b"`` -> the imports it names."""
     import libcst as cst  # only with a device-import setting: start-up stays libcst-free
 
-    from .syntax import dotted_name
+    from ..syntax.cst_nodes import dotted_name
 
     try:
         statement = cst.parse_statement(text.strip() + "\n")

@@ -13,10 +13,10 @@ from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 import libcst as cst
 
 from .context import Analysis, RawFinding, binds_unconditionally
-from .findings import Edit, FixInfo, Location
-from .fixes import Applicability, FixError, ImportSpec
-from .lines import physical_lines
-from .syntax import import_aliases
+from ..model.findings import Edit, FixInfo, Location
+from ..model.fixes import Applicability, FixError, ImportSpec
+from ..syntax.lines import physical_lines
+from ..syntax.cst_nodes import import_aliases
 
 MAX_PASSES = 6
 

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from .inference.nodes import SEED_METHODS, Seeds, dotted_name, fstring_head, import_aliases, literal_string
-from .inference.vocabulary import FLOAT64_NAMES
-from .pyparse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
+from ..inference.seeds import SEED_METHODS, Seeds
+from ..syntax.ast_nodes import dotted_name, fstring_head, import_aliases, literal_string
+from ..inference.vocabulary import FLOAT64_NAMES
+from ..syntax.ast_parse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
-    from .inference import FileInference
-    from .sureguards import Coverage
+    from ..inference import FileInference
+    from ..knowledge.ast_guards import Coverage
 
 
 #: The shape of an integer literal in ``Facts.first_arguments`` and ``Facts.keyword_values``
@@ -95,16 +96,16 @@ class Facts:
     def surely_guarded(self, node: ast.AST) -> bool:
         """Whether ``node`` stands where a check that ``sureguards`` reads for certain covers it."""
         if self.coverage is None:
-            from .sureguards import Coverage, covered_spans
+            from ..knowledge.ast_guards import Coverage, covered_spans
 
             self.coverage = Coverage(covered_spans(self.conditions, self.definitions))
         return self.coverage.covers(node)
 
     def inferred(self) -> "FileInference":
         if self.inference is None:
-            from .inference.file import infer_tree
+            from ..inference.file import infer_tree
 
-            self.inference = infer_tree(self.tree, self.source, self)
+            self.inference = infer_tree(self.tree, self.source, self.seeds, self.dotted_calls)
         return self.inference
 
 
@@ -302,188 +303,3 @@ def _shape(node: ast.expr) -> Optional[str]:
     if kind is ast.Constant and type(node.value) is int:
         return INTEGER
     return None
-
-
-class Trigger:
-    """A condition on a file's facts; ``a & b`` and ``a | b`` combine them."""
-
-    def matches(self, facts: Facts) -> bool:
-        raise NotImplementedError
-
-    def __and__(self, other: "Trigger") -> "Trigger":
-        return _AllOf((self, other))
-
-    def __or__(self, other: "Trigger") -> "Trigger":
-        return _AnyOf((self, other))
-
-
-def _frozen(items: Iterable[str]) -> FrozenSet[str]:
-    return frozenset([items] if isinstance(items, str) else items)
-
-
-class Triggers(Trigger):
-    """Any one of these in a file is enough.
-
-    ``names``: dotted names a rule resolves through the file's imports
-    (``torch.cuda.synchronize``); every part must be an identifier of the file, which holds
-    for any alias (``from torch.cuda import synchronize as sync``).
-    ``calls``: a call whose function ends in this name (``.cuda(...)``).
-    ``keywords``: a call with this keyword argument.
-    ``strings``: a string literal (or an f-string's literal text) starting with this.
-    ``bases``: a class with a base whose last name ends with this.
-    ``text``: this anywhere in the file's text, comments included.
-
-    ``names`` is the loosest of these: ``Resolved`` asks what a name resolves to.
-    """
-
-    def __init__(self, names=(), calls=(), keywords=(), strings=(), bases=(), text=()) -> None:
-        self.names = _frozen(names)
-        self.calls = _frozen(calls)
-        self.keywords = _frozen(keywords)
-        self.strings = tuple(sorted(_frozen(strings)))
-        self.bases = tuple(sorted(_frozen(bases)))
-        self.text = tuple(sorted(_frozen(text)))
-        self._dotted = tuple(tuple(name.split(".")) for name in sorted(self.names))
-
-    def __repr__(self) -> str:
-        fields = ("names", "calls", "keywords", "strings", "bases", "text")
-        shown = ", ".join(f"{name}={sorted(getattr(self, name))}" for name in fields if getattr(self, name))
-        return f"Triggers({shown})"
-
-    def matches(self, facts: Facts) -> bool:
-        identifiers = facts.identifiers
-        if any(all(part in identifiers for part in parts) for parts in self._dotted):
-            return True
-        if not self.calls.isdisjoint(facts.calls) or not self.keywords.isdisjoint(facts.keywords):
-            return True
-        if self.strings and any(text.startswith(self.strings) for text in facts.strings):
-            return True
-        if self.bases and any(base.endswith(self.bases) for base in facts.bases):
-            return True
-        return any(text in facts.source for text in self.text)
-
-
-class Placed(Trigger):
-    """A placed string (``Facts.placed_strings``: passed, assigned or defaulted, or the leading
-    text of such an f-string) that ``accepts`` takes: the rule's own test of a literal's text,
-    so ``"cuda_graph"`` does not pass where only ``"cuda"`` or ``"cuda:N"`` can be reported.
-    ``as_device``: only among those standing where a device is (``Facts.device_strings``)."""
-
-    def __init__(self, accepts: Callable[[str], bool], as_device: bool = False) -> None:
-        self.accepts = accepts
-        self.as_device = as_device
-
-    def __repr__(self) -> str:
-        return f"Placed({getattr(self.accepts, '__name__', self.accepts)}, as_device={self.as_device})"
-
-    def matches(self, facts: Facts) -> bool:
-        return any(self.accepts(text) for text in (facts.device_strings if self.as_device else facts.placed_strings))
-
-    def literals(self, facts: Facts) -> List[ast.expr]:
-        """With ``as_device``: the literals of the strings ``accepts`` takes."""
-        return [literal for text, literals in facts.device_strings.items() if self.accepts(text) for literal in literals]
-
-
-class Unguarded(Trigger):
-    """A candidate (``candidates(facts)``: the nodes a rule may report) outside what the
-    availability checks the first stage reads for certain cover (``sureguards``): for rules that
-    report nothing where ``ctx.guarded`` holds. No candidate at all is no match either."""
-
-    def __init__(self, candidates: Callable[[Facts], Iterable[ast.AST]]) -> None:
-        self.candidates = candidates
-
-    def __repr__(self) -> str:
-        return f"Unguarded({getattr(self.candidates, '__qualname__', self.candidates)})"
-
-    def matches(self, facts: Facts) -> bool:
-        return any(not facts.surely_guarded(node) for node in self.candidates(facts))
-
-
-class Arguments(Trigger):
-    """A call given one of ``values`` (``INTEGER``, or a last name, compared lowercased): as
-    the first positional argument of a call whose function ends in one of ``calls`` (or is a
-    name imported as one: ``from torch import device as dev``), or as a ``keywords`` value.
-    ``Arguments(INDEX_NAMES, calls="to")`` matches ``x.to(args.local_rank)``."""
-
-    def __init__(self, values, calls=(), keywords=()) -> None:
-        self.values = frozenset(value.lower() for value in _frozen(values))
-        self.calls = _frozen(calls)
-        self.keywords = _frozen(keywords)
-        self._first = frozenset(product(self.calls, self.values))
-        self._keyword = frozenset(product(self.keywords, self.values))
-
-    def __repr__(self) -> str:
-        return f"Arguments(values={sorted(self.values)}, calls={sorted(self.calls)}, keywords={sorted(self.keywords)})"
-
-    def matches(self, facts: Facts) -> bool:
-        if not self._first.isdisjoint(facts.first_arguments) or not self._keyword.isdisjoint(facts.keyword_values):
-            return True
-        renamed = [local for local, name in facts.renames.items() if name in self.calls]
-        return any((local, value) in facts.first_arguments for local in renamed for value in self.values)
-
-
-class Resolved(Trigger):
-    """A dotted name that resolves through one of the file's imports (any of them: LibCST's
-    pass knows the one it walked last) to one of ``names``, as ``FileContext.qualname`` does:
-    ``th.cuda.synchronize`` after ``import torch as th``. ``calls``: only as the called
-    expression of a call, and, given ``accepts``, of a call it accepts (``ast.Call``) —
-    ``Resolved(LOADERS, calls=True, accepts=...)``. Otherwise any reference, and any name
-    imported as one of ``names``."""
-
-    def __init__(self, names, calls: bool = False, accepts: Optional[Callable[[ast.Call], bool]] = None) -> None:
-        self.names = _frozen(names)
-        self.calls = calls
-        self.accepts = accepts
-
-    def __repr__(self) -> str:
-        return f"Resolved(names={sorted(self.names)}, calls={self.calls})"
-
-    def matches(self, facts: Facts) -> bool:
-        if self.calls:
-            return next(self.matching_calls(facts), None) is not None
-        if any(not self.names.isdisjoint(bound) for bound in facts.imports.values()):
-            return True
-        return any(self._resolves(dotted, facts) for dotted in facts.references)
-
-    def matching_calls(self, facts: Facts) -> Iterator[ast.Call]:
-        """The calls whose function resolves to one of ``names`` (and that ``accepts`` takes)."""
-        for dotted, calls in facts.dotted_calls.items():
-            if self._resolves(dotted, facts):
-                yield from (call for call in calls if self.accepts is None or self.accepts(call))
-
-    def _resolves(self, dotted: str, facts: Facts) -> bool:
-        head, dot, rest = dotted.partition(".")
-        bound = facts.imports.get(head)
-        return bound is not None and any(base + dot + rest in self.names for base in bound)
-
-
-@dataclass(frozen=True)
-class _AllOf(Trigger):
-    parts: Tuple[Trigger, ...]
-
-    def matches(self, facts: Facts) -> bool:
-        return all(part.matches(facts) for part in self.parts)
-
-
-@dataclass(frozen=True)
-class _AnyOf(Trigger):
-    parts: Tuple[Trigger, ...]
-
-    def matches(self, facts: Facts) -> bool:
-        return any(part.matches(facts) for part in self.parts)
-
-
-class Inferred(Trigger):
-    """The device inference, run on the first stage's tree once per file, found what
-    ``accepts`` looks for: a rule reading the inference fires on no other file, and such a file
-    is never parsed with LibCST for it."""
-
-    def __init__(self, accepts: Callable[["FileInference"], bool]) -> None:
-        self.accepts = accepts
-
-    def matches(self, facts: Facts) -> bool:
-        return self.accepts(facts.inferred())
-
-
-#: Matches every file: the default for a rule that declares nothing.
-EVERY_FILE: Trigger = _AllOf(())

@@ -20,7 +20,7 @@ from libcst._position import CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
 from .lines import physical_lines
-from .walk import TRIVIA_TYPES, walk
+from .cst_walk import TRIVIA_TYPES, walk
 
 if TYPE_CHECKING:
     import ast

@@ -11,12 +11,11 @@ import gc
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from . import noqa
-from .findings import FileError, FileResult, Finding, FixInfo, Location, position_key
-from .prefilter import Facts, parse_facts
-from .pyparse import Unparsable
-from .registry import all_rules
+from ..model.findings import FileError, FileResult, Finding, FixInfo, Location, position_key
+from ..first_stage.facts import Facts, parse_facts
+from ..syntax.ast_parse import Unparsable
 from .rule import Rule
-from .settings import Settings
+from ..model.settings import Settings
 
 if TYPE_CHECKING:
     import ast
@@ -27,10 +26,12 @@ if TYPE_CHECKING:
 
 
 class Engine:
-    def __init__(self, settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None) -> None:
-        self.settings = settings or Settings()
-        candidates = all_rules() if rules is None else rules
-        self.rules = [r for r in candidates if self.settings.is_enabled(r.code, r.default_enabled)]
+    """Checks files with the rules it is handed (``rules.catalogue.all_rules()`` in the front
+    ends), as far as ``settings`` enables them."""
+
+    def __init__(self, settings: Settings, rules: Sequence[Type[Rule]]) -> None:
+        self.settings = settings
+        self.rules = [r for r in rules if self.settings.is_enabled(r.code, r.default_enabled)]
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
         """Rules enabled for this path whose triggers the file contains (the first stage); none

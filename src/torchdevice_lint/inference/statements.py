@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .nodes import bound_names, dotted_name, import_aliases, last_name
+from ..syntax.ast_nodes import bound_names, dotted_name, import_aliases, last_name
 from .values import MAX_LOOP_PASSES, ON_DEVICE, Env, Place, Rank, Scope, Value, element_of, join_envs
 from .vocabulary import AUG_OPERATORS, MOVING_METHODS, NO_GRAD_CONTEXTS, names_a_device
 
