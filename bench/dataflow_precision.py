@@ -72,9 +72,9 @@ def main(argv: Sequence[str] = None) -> int:
     parser.add_argument("--projects", nargs="+", default=["timm", "fairseq"], choices=sorted(FALLBACK_PINS))
     args = parser.parse_args(argv)
 
-    from torchdevice_lint.model.settings import Settings
     from torchdevice_lint import api
-    from torchdevice_lint.rules.catalogue import rule_by_code
+    from torchdevice_lint.model.settings import Settings
+    from torchdevice_lint.rules import rule_by_code
 
     engine = api.engine(Settings(select=DATAFLOW_CODES), rules=[rule_by_code(code) for code in DATAFLOW_CODES])
     files = python_files(args.paths) if args.paths else corpus(args.projects)

@@ -35,12 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-
 from torchdevice_lint import api
-from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.app.sources import SourceError, read_source
 from torchdevice_lint.engine.engine import Engine
 from torchdevice_lint.engine.fixer import FixError, FixOutcome, fix_source
-from torchdevice_lint.app.sources import SourceError, read_source
+from torchdevice_lint.model.settings import Settings
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))

@@ -1,11 +1,26 @@
-"""The package's shape: no import circles, no module above the size limit, and no layer that
-imports a layer above it (analysis < rules < app < front ends; runtime stands apart)."""
+"""The package's shape: folders are layers, each importing only its own layer or those below it,
+no import circle, no folder over 15 modules, no module over 500 lines.
+
+Every import counts: at the top of a module, inside functions, under ``if TYPE_CHECKING:``, and
+``importlib.import_module("...")`` with a literal name. The runtime half (simulated devices, the
+pytest plugin) stands apart: it imports no other layer and no layer imports it.
+"""
 
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "torchdevice_lint"
-LAYERS = {"analysis": 0, "rules": 1, "app": 2, "runtime": 2}
+#: Bottom to top. The package's own ``__init__`` (the version) is below them all.
+LAYERS = (
+    ("model",), ("syntax",), ("knowledge",), ("inference",), ("first_stage",), ("project",), ("engine",),
+    ("rules",), ("app",), ("api",), ("cli", "flake8", "server", "__main__"),
+)
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+APART = "runtime"
+MAX_MODULES_PER_FOLDER = 15
+MAX_LINES = 500
 
 
 def _module_name(path: Path) -> str:
@@ -13,22 +28,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking_block(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def _imports(path: Path, modules: set) -> set:
-    """Package modules imported at run time (``if TYPE_CHECKING:`` blocks are skipped: they are
-    annotations, never executed)."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+def imported_names(source: str, module: str, is_package: bool) -> set:
+    """Absolute names of every module (and ``from`` target) the source imports, anywhere."""
+    package = module if is_package else module.rpartition(".")[0]
     found = set()
-    pending = list(ast.parse(path.read_text(encoding="utf-8")).body)
-    while pending:
-        node = pending.pop()
-        if _is_type_checking_block(node):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -39,13 +43,26 @@ def _imports(path: Path, modules: set) -> set:
                 base = ".".join(anchor + ([node.module] if node.module else []))
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return {m for m in found if m in modules and m != name}
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add(node.args[0].value)
+    return found
 
 
 def _graph() -> dict:
     paths = sorted(PACKAGE.rglob("*.py"))
     modules = {_module_name(p) for p in paths}
-    return {_module_name(p): _imports(p, modules) for p in paths}
+    graph = {}
+    for path in paths:
+        name = _module_name(path)
+        found = imported_names(path.read_text(encoding="utf-8"), name, path.name == "__init__.py")
+        graph[name] = {target for target in found if target in modules and target != name}
+    return graph
 
 
 def _cycle(graph: dict):
@@ -53,7 +70,7 @@ def _cycle(graph: dict):
 
     def visit(node, trail):
         state[node] = "open"
-        for target in sorted(graph[node]):
+        for target in sorted(graph.get(node, ())):
             if state.get(target) == "open":
                 return trail + [node, target]
             if target not in state:
@@ -71,39 +88,62 @@ def _cycle(graph: dict):
     return None
 
 
-def _is_package_init(module: str) -> bool:
-    return (PACKAGE.parent / module.replace(".", "/") / "__init__.py").exists()
+def _layer(module: str):
+    """The layer's rank, ``APART``, or -1 for the package root."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return -1
+    return APART if parts[1] == APART else RANK[parts[1]]
 
 
-def test_no_import_cycles():
-    graph = {m: {t for t in targets if not _is_package_init(t)} for m, targets in _graph().items()}
-    assert _cycle(graph) is None
+def test_every_import_counts_function_level_type_checking_and_import_module():
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..engine import context\n"
+        "def f():\n    from ..rules import all_rules\n"
+        "importlib.import_module('torchdevice_lint.app.cache')\n"
+    )
+    found = imported_names(source, "torchdevice_lint.syntax.lines", is_package=False)
+    assert {"torchdevice_lint.engine.context", "torchdevice_lint.rules", "torchdevice_lint.app.cache"} <= found
 
 
-def test_cycle_finder_finds_a_cycle():
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) is not None
+def test_no_import_circle():
+    assert _cycle(_graph()) is None
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
 
 
-def _layer(module: str):
-    parts = module.split(".")
-    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+def test_every_folder_is_a_known_layer():
+    unknown = {path.name for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"} - set(RANK) - {APART}
+    assert unknown == set()
 
 
-def test_no_layer_imports_a_layer_above_it():
-    upward = [
-        (module, target)
-        for module, targets in _graph().items()
-        for target in targets
-        if _layer(module) is not None and _layer(target) is not None and _layer(target) > _layer(module)
-    ]
-    assert upward == []
+@pytest.mark.parametrize("module, targets", sorted(_graph().items()))
+def test_a_module_imports_only_its_own_layer_and_those_below(module, targets):
+    layer = _layer(module)
+    if layer == APART:
+        assert {t for t in targets if _layer(t) not in (APART, -1)} == set()
+        return
+    assert {t for t in targets if _layer(t) == APART or _layer(t) > layer} == set()
 
 
-def test_no_source_file_over_700_lines():
+def test_no_folder_holds_more_than_15_modules():
+    crowded = {
+        str(folder.relative_to(PACKAGE)): count
+        for folder in [PACKAGE, *PACKAGE.rglob("*/")]
+        if folder.name != "__pycache__"
+        and (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
+
+
+def test_no_module_over_500_lines():
     too_long = {
         str(path.relative_to(PACKAGE)): n
         for path in PACKAGE.rglob("*.py")
-        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 700
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert too_long == {}

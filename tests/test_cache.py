@@ -10,8 +10,8 @@ import pytest
 from torchdevice_lint import api
 from torchdevice_lint.app import parallel
 from torchdevice_lint.app.cache import ResultCache
-from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.engine.engine import Engine
+from torchdevice_lint.model.settings import Settings
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\nstate = torch.load('w.pt')\n"
 

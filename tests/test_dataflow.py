@@ -6,14 +6,14 @@ import ast
 import libcst as cst
 import pytest
 
-from torchdevice_lint.inference import infer_tree
-from torchdevice_lint.syntax.positions import cst_nodes_at, statement_first_lines
-from torchdevice_lint.first_stage.facts import parse_facts
-from torchdevice_lint.syntax.ast_parse import compile_python
-from torchdevice_lint.model.settings import Settings
 from torchdevice_lint import api
 from torchdevice_lint.engine.fixer import fix_source
-from torchdevice_lint.rules.catalogue import rule_by_code
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.inference import infer_tree
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.rules import rule_by_code
+from torchdevice_lint.syntax.ast_parse import compile_python
+from torchdevice_lint.syntax.positions import cst_nodes_at, statement_first_lines
 
 CODES = ("TDV401", "TDV402", "TDV403")
 

@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from torchdevice_lint import cli
-from torchdevice_lint.model.settings import Settings, path_matches
 from torchdevice_lint.app.discovery import discover
+from torchdevice_lint.model.settings import Settings, path_matches
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
 

@@ -12,7 +12,6 @@ from urllib.request import url2pathname
 import pytest
 
 import torchdevice_lint.app.editor as editor_module
-from torchdevice_lint.rules.catalogue import all_rules, rule_by_code
 from torchdevice_lint.app.docs import rule_page
 from torchdevice_lint.app.editor import (
     FIX_ALL_KIND,
@@ -25,6 +24,7 @@ from torchdevice_lint.app.editor import (
     resolve_action,
 )
 from torchdevice_lint.cli import fix_main
+from torchdevice_lint.rules import all_rules, rule_by_code
 
 URI = "file:///project/example.py"
 EVERYWHERE = {"start": {"line": 0, "character": 0}, "end": {"line": 10**6, "character": 0}}

@@ -3,10 +3,9 @@
 import pytest
 
 from torchdevice_lint import api
-from torchdevice_lint.model.settings import ConfigError, Settings
 from torchdevice_lint.app.config import settings_from_table
-from torchdevice_lint.engine.engine import Engine
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.model.settings import ConfigError, Settings
+from torchdevice_lint.rules import all_rules
 
 
 def codes(source, **settings):

@@ -6,9 +6,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from torchdevice_lint.model.settings import Settings
 from torchdevice_lint import api
 from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.model.settings import Settings
 
 HAZARDS = (Path(__file__).parent / "data" / "hazards.py").read_text()
 

@@ -7,12 +7,11 @@ import time
 
 import pytest
 
-from torchdevice_lint import cli
-from torchdevice_lint import api
-from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api, cli
 from torchdevice_lint.app import cache as cache_module
 from torchdevice_lint.app import parallel, runner
 from torchdevice_lint.app.cache import ResultCache, default_cache_dir, prune
+from torchdevice_lint.model.settings import Settings
 
 SOURCES = [
     "import torch\nstate = torch.load('w.pt')\n",  # safe fix

@@ -3,10 +3,10 @@ project targets (`target-torch-version`, `device-expression`, `device-import`)."
 
 import pytest
 
-from torchdevice_lint.model.settings import ConfigError
-from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint import api
+from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.model.settings import ConfigError
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
 

@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.rules import all_rules
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RUNNER = Path(__file__).resolve().with_name("program_runner.py")

@@ -4,9 +4,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.model.settings import Settings
 from torchdevice_lint import api
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.rules import all_rules
 
 
 def flake8(*args, cwd):

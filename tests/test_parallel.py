@@ -4,8 +4,8 @@ import concurrent.futures
 
 import pytest
 
-from torchdevice_lint.app import parallel
 from torchdevice_lint import api
+from torchdevice_lint.app import parallel
 
 SOURCES = [
     "import torch\nx = torch.ones(2).cuda()\n",

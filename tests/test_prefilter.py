@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint.engine.batched import analyze_module
 from torchdevice_lint import api
-from torchdevice_lint.first_stage.triggers import EVERY_FILE
-from torchdevice_lint.first_stage.facts import parse_facts
-from torchdevice_lint.syntax.ast_parse import Unparsable
-from torchdevice_lint.rules.catalogue import all_rules
 from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.engine.batched import analyze_module
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.first_stage.triggers import EVERY_FILE
+from torchdevice_lint.rules import all_rules
+from torchdevice_lint.syntax.ast_parse import Unparsable
 
 RULES = all_rules()
 REPO = Path(__file__).resolve().parents[1]

@@ -19,13 +19,13 @@ from strategies import programs
 from test_dataflow import inference_events
 
 from bench.reliability import replay_fix, stray_hunks
-from torchdevice_lint.engine.batched import analyze_module
 from torchdevice_lint import api
-from torchdevice_lint.rules.catalogue import all_rules
-from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.engine.batched import analyze_module
 from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.first_stage.facts import parse_facts
 from torchdevice_lint.inference import infer_tree
+from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.rules import all_rules
 from torchdevice_lint.syntax.ast_parse import Unparsable
 
 settings.register_profile(

@@ -4,7 +4,7 @@
 import re
 from pathlib import Path
 
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.rules import all_rules
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 ROW = re.compile(r"^\| `(TDV\d{3})` \| ([a-z0-9-]+) \| .* \| ([^|]+) \|$", re.MULTILINE)

@@ -13,12 +13,11 @@ import time
 
 import pytest
 
-from torchdevice_lint import cli
-from torchdevice_lint import api
-from torchdevice_lint.engine.fixer import fix_source
-from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api, cli
 from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.app.cache import ResultCache, content_hash
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.model.settings import Settings
 
 needs_fork = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="the patched analysis reaches workers by fork"

@@ -8,9 +8,8 @@ import stat
 
 import pytest
 
-from torchdevice_lint import cli
+from torchdevice_lint import api, cli
 from torchdevice_lint.app import parallel, runner, sources
-from torchdevice_lint import api
 from torchdevice_lint.app.sources import SourceChanged, read_source, write_source
 
 BINDING = b'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'

@@ -10,17 +10,15 @@ import time
 
 import pytest
 
-from torchdevice_lint import cli
-from torchdevice_lint.engine import batched
-from torchdevice_lint.engine import noqa
-from torchdevice_lint import api
-from torchdevice_lint.engine.fixer import fix_source
-from torchdevice_lint.inference import calls
-from torchdevice_lint.first_stage.facts import parse_facts
-from torchdevice_lint.model.settings import Settings
+from torchdevice_lint import api, cli
 from torchdevice_lint.app import cache as cache_module
 from torchdevice_lint.app import parallel, runner, sources
 from torchdevice_lint.app.cache import ResultCache
+from torchdevice_lint.engine import batched, noqa
+from torchdevice_lint.engine.fixer import fix_source
+from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.inference import calls
+from torchdevice_lint.model.settings import Settings
 
 CHECK = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())", "check", "--no-cache"]
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"

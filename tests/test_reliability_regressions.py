@@ -4,8 +4,8 @@ import libcst as cst
 import pytest
 
 from torchdevice_lint import api
-from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.app.runner import fix_file
+from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
 
 
 def fixed(source, unsafe=True):

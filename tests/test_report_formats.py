@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from torchdevice_lint import api
-from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.app.output import full, render
+from torchdevice_lint.model.settings import Settings
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -8,8 +8,7 @@ import sys
 
 import pytest
 
-from torchdevice_lint import cli
-from torchdevice_lint import api
+from torchdevice_lint import api, cli
 from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.app.output import FORMATS, render, sorted_results
 from torchdevice_lint.model.settings import ConfigError, Settings

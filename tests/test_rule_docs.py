@@ -4,7 +4,7 @@ committed pages were not regenerated (`torchdevice-lint rule --write-docs docs/r
 from pathlib import Path
 
 from torchdevice_lint.app.docs import rule_docs, write_rule_docs
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.rules import all_rules
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "rules"
 

@@ -3,10 +3,10 @@ invalid code yields the declared findings, fix safety and exact fixed code."""
 
 import pytest
 
-from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint import api
+from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.engine.fixer import fix_source
-from torchdevice_lint.rules.catalogue import all_rules
+from torchdevice_lint.rules import all_rules
 
 RULES = all_rules()
 

@@ -4,11 +4,10 @@ import subprocess
 import sys
 
 import pytest
-
-from torchdevice_lint.model.settings import Settings
+from test_editor import apply_edits
 
 from bench.lsp_client import LspClient, file_uri
-from test_editor import apply_edits
+from torchdevice_lint.model.settings import Settings
 
 pytest.importorskip("pygls", reason="the language server needs the lsp extra")
 

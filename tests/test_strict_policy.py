@@ -3,9 +3,9 @@
 import subprocess
 import sys
 
-from torchdevice_lint.model.settings import Settings
-from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint import api
+from torchdevice_lint.app.config import settings_from_table
+from torchdevice_lint.model.settings import Settings
 
 SOURCE = (
     "import torch\n"

@@ -7,8 +7,8 @@ import itertools
 import libcst as cst
 import pytest
 
-from torchdevice_lint.knowledge import cst_guards as guards
 from torchdevice_lint.first_stage.facts import parse_facts
+from torchdevice_lint.knowledge import cst_guards as guards
 from torchdevice_lint.knowledge.ast_guards import sign
 
 CONDITIONS = [

@@ -8,8 +8,8 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from torchdevice_lint.syntax.positions import node_positions, statement_first_lines, statement_positions
 from torchdevice_lint.syntax.cst_walk import TRIVIA_TYPES, nodes_of, walk
+from torchdevice_lint.syntax.positions import node_positions, statement_first_lines, statement_positions
 
 SAMPLE = (Path(__file__).parent / "data" / "hazards.py").read_text() + '''
 @decorator(arg)  # comment

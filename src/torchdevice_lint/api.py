@@ -15,7 +15,7 @@ from .engine.engine import Engine
 from .engine.rule import Rule
 from .model.findings import FileResult
 from .model.settings import Settings
-from .rules.catalogue import all_rules, rule_by_code
+from .rules import all_rules, rule_by_code
 
 if TYPE_CHECKING:  # the fixer imports LibCST: a check that rules a file out never does
     from .engine.fixer import FixOutcome

@@ -17,23 +17,31 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .engine.engine import Engine
-from .model.findings import FileResult
-from .rules.catalogue import all_rules, rule_by_code
-from .model.settings import ConfigError, Settings
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
 from .app.output import (
-    FORMATS, FORMATS_WITH_EDITS, MACHINE_FORMATS, printable, render, settings_text, sorted_results, statistics, summary,
+    FORMATS,
+    FORMATS_WITH_EDITS,
+    MACHINE_FORMATS,
+    printable,
+    render,
+    settings_text,
+    sorted_results,
+    statistics,
+    summary,
     wants_colour,
 )
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode
+from .engine.engine import Engine
+from .model.findings import FileResult
+from .model.settings import ConfigError, Settings
+from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT

@@ -22,8 +22,19 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from . import __version__
-from .app.editor import FIX_ALL_KIND, Checked, Lines, Projects, check_buffer, code_actions
-from .app.editor import diagnostics, fixed_buffer, resolve_action, text_edits, uri_to_path
+from .app.editor import (
+    FIX_ALL_KIND,
+    Checked,
+    Lines,
+    Projects,
+    check_buffer,
+    code_actions,
+    diagnostics,
+    fixed_buffer,
+    resolve_action,
+    text_edits,
+    uri_to_path,
+)
 
 #: Seconds of quiet after a change before the buffer is checked again.
 DEBOUNCE_SECONDS = 0.2

@@ -1,8 +1,8 @@
 """Every fixable hazard of the static rules in one file (used by the end-to-end fix test)."""
 import torch
 import torch.nn as nn
-from torch.cuda.amp import autocast
 from torch.cuda import synchronize as sync
+from torch.cuda.amp import autocast
 
 torch.set_default_tensor_type(torch.cuda.FloatTensor)
 DEVICE = "cuda:0"

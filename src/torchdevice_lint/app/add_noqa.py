@@ -12,8 +12,8 @@ import io
 import tokenize
 from typing import Dict, List, Sequence, Set, Tuple
 
-from ..model.findings import FileResult
 from ..engine.noqa import NOQA, split_codes
+from ..model.findings import FileResult
 from .sources import SourceError, read_source, write_source
 
 

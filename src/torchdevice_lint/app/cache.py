@@ -28,8 +28,8 @@ from typing import Dict, Optional
 
 from .. import __version__
 from ..model.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
-from ..rules.catalogue import all_rules
 from ..model.settings import Settings
+from ..rules import all_rules
 
 CACHE_DIR_NAME = ".torchdevice_cache"
 CACHE_DIR_ENV = "TORCHDEVICE_LINT_CACHE_DIR"

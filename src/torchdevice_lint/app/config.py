@@ -10,8 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
-from ..rules.catalogue import all_rules
 from ..model.settings import ConfigError, Settings
+from ..rules import all_rules
 from .torch_target import with_inferred_target
 
 if sys.version_info >= (3, 11):

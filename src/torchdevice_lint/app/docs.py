@@ -6,8 +6,8 @@ import json
 import os
 from typing import Dict, List, Sequence, Type
 
-from ..model.fixes import Applicability
 from ..engine.rule import Rule
+from ..model.fixes import Applicability
 
 _SAFETY = {
     Applicability.SAFE: "This rule's fix is safe: it keeps the program's meaning on every device and is applied by `torchdevice-fix`.",
@@ -73,7 +73,7 @@ def rule_index(rules: Sequence[Type[Rule]]) -> str:
 
 def rule_docs() -> Dict[str, str]:
     """File name -> Markdown text of every rule page and the index, as committed in docs/rules."""
-    from ..rules.catalogue import all_rules
+    from ..rules import all_rules
 
     rules = all_rules()
     pages = {f"{rule.code}.md": rule_page(rule) for rule in rules}

@@ -17,17 +17,17 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
+from .. import __version__
 from ..engine.context import Analysis, RawFinding
 from ..engine.engine import Engine, to_finding
-from ..model.findings import Finding
-from ..syntax.lines import LINE_BREAK, physical_lines
 from ..engine.fixer import FixError, apply_fixes, lost_suffix, verify
-from ..model.fixes import Applicability
 from ..engine.noqa import NOQA
-from ..syntax.ast_parse import Unparsable
-from ..rules.catalogue import all_rules, rule_by_code
+from ..model.findings import Finding
+from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
-from .. import __version__
+from ..rules import all_rules, rule_by_code
+from ..syntax.ast_parse import Unparsable
+from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
 from .config import find_pyproject, load_settings
 from .docs import rule_page

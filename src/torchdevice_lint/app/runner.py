@@ -18,8 +18,8 @@ from typing import Dict, Iterator, Optional
 from ..engine.engine import Engine, to_finding
 from ..model.findings import FileError, FileResult
 from ..model.fixes import FixError
-from ..syntax.lines import physical_lines
 from ..syntax.ast_parse import Unparsable
+from ..syntax.lines import physical_lines
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.

@@ -35,7 +35,6 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Set
 
-
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: atomic replace without the cross-process lock

@@ -14,16 +14,16 @@ from typing import Dict, Optional, Sequence, Type, Union
 
 import libcst as cst
 
-from ..knowledge import cst_guards as guards
-from . import noqa
-from .context import Analysis, FileContext
 from ..inference import FileInference
-from ..syntax.positions import node_positions
-from ..syntax.ast_parse import Unparsable
-from .rule import Rule
+from ..knowledge import cst_guards as guards
 from ..model.settings import Settings
+from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name
 from ..syntax.cst_walk import TRIVIA_TYPES, walk
+from ..syntax.positions import node_positions
+from . import noqa
+from .context import Analysis, FileContext
+from .rule import Rule
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 

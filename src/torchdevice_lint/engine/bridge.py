@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Optional
 from ..inference.values import FileInference
 
 if TYPE_CHECKING:
-    from .context import FileContext
     from ..syntax.cst_lazy import cst
+    from .context import FileContext
 
 
 def infer(ctx: "FileContext") -> FileInference:

@@ -11,26 +11,33 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ..knowledge import cst_guards as guards
-from ..model.fixes import Fix, ImportSpec
 from ..knowledge.flags import FlagDefaults
-from ..syntax.positions import statement_first_lines
+from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
+from ..syntax.positions import statement_first_lines
 
 if TYPE_CHECKING:
     from ..inference import FileInference
-    from .rule import Rule
     from ..model.settings import Settings
+
+
+class Reporter(Protocol):
+    """What a finding keeps of the rule that reported it (``rule.Rule``, which reports through
+    this context: naming it here would make the two modules import each other)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
 
 
 @dataclass
 class RawFinding:
-    rule: "Rule"
+    rule: Reporter
     node: cst.CSTNode
     message: str
     fix: Optional[Fix]
@@ -327,7 +334,7 @@ class FileContext:
             return DeviceChoice(expression, needs_binding=False)
         return DeviceChoice(name, needs_binding=True)
 
-    def report(self, rule: "Rule", node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+    def report(self, rule: Reporter, node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
         self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import gc
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
-from . import noqa
-from ..model.findings import FileError, FileResult, Finding, FixInfo, Location, position_key
 from ..first_stage.facts import Facts, parse_facts
-from ..syntax.ast_parse import Unparsable
-from .rule import Rule
+from ..model.findings import FileError, FileResult, Finding, FixInfo, Location, position_key
 from ..model.settings import Settings
+from ..syntax.ast_parse import Unparsable
+from . import noqa
+from .rule import Rule
 
 if TYPE_CHECKING:
     import ast
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class Engine:
-    """Checks files with the rules it is handed (``rules.catalogue.all_rules()`` in the front
+    """Checks files with the rules it is handed (``rules.all_rules()`` in the front
     ends), as far as ``settings`` enables them."""
 
     def __init__(self, settings: Settings, rules: Sequence[Type[Rule]]) -> None:

@@ -12,11 +12,11 @@ from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence
 
 import libcst as cst
 
-from .context import Analysis, RawFinding, binds_unconditionally
 from ..model.findings import Edit, FixInfo, Location
 from ..model.fixes import Applicability, FixError, ImportSpec
-from ..syntax.lines import physical_lines
 from ..syntax.cst_nodes import import_aliases
+from ..syntax.lines import physical_lines
+from .context import Analysis, RawFinding, binds_unconditionally
 
 MAX_PASSES = 6
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Optional, Sequence
 
-from ..model.fixes import Applicability, Fix
 from ..first_stage.triggers import EVERY_FILE, Trigger
+from ..model.fixes import Applicability, Fix
 
 if TYPE_CHECKING:
     import libcst as cst

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from itertools import product
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from ..inference.seeds import SEED_METHODS, Seeds
-from ..syntax.ast_nodes import dotted_name, fstring_head, import_aliases, literal_string
 from ..inference.vocabulary import FLOAT64_NAMES
+from ..syntax.ast_nodes import dotted_name, fstring_head, import_aliases, literal_string
 from ..syntax.ast_parse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
 from ..syntax.ast_nodes import bound_names, dotted_name, import_aliases, last_name
-from .values import MAX_LOOP_PASSES, ON_DEVICE, Env, Place, Rank, Scope, Value, element_of, join_envs
+from .shape import FileShape
+from .source import SourceContext
+from .values import MAX_LOOP_PASSES, ON_DEVICE, Env, FileInference, Place, Rank, Scope, Value, element_of, join_envs
 from .vocabulary import AUG_OPERATORS, MOVING_METHODS, NO_GRAD_CONTEXTS, names_a_device
 
-if TYPE_CHECKING:
-    from .file import FileAnalysis
+
+class WalkedFile(Protocol):
+    """What a function's walk reads of its file's analysis (``file.FileAnalysis``)."""
+
+    ctx: SourceContext
+    result: FileInference
+    shape: FileShape
+    default_device_changed: bool
+
 
 #: ``try`` statements: ``except*`` is Python 3.11+.
 TRY_TYPES = tuple(getattr(ast, kind) for kind in ("Try", "TryStar") if hasattr(ast, kind))
@@ -24,7 +33,7 @@ class StatementWalk:
     """Statements of one body in order, each updating the environment; ``None`` is an
     environment no path reaches (after ``return``/``raise``)."""
 
-    def __init__(self, analysis: "FileAnalysis", scope: Scope) -> None:
+    def __init__(self, analysis: WalkedFile, scope: Scope) -> None:
         self.analysis = analysis
         self.ctx = analysis.ctx
         self.scope = scope

@@ -8,7 +8,6 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-
 MAX_LOOP_PASSES = 3
 #: Environment entries kept for factory sites in one file (each site keeps a copy of its
 #: environment): past it, sites go unrecorded and their fixes become suggestions, so a

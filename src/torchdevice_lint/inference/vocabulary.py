@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Optional, Sequence
 
+from ..knowledge.backends import ACCELERATOR_DEVICE_TYPES
 from .values import Place, Rank
 
 # -- vocabulary -------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ COMPARISONS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 def place_of_device_string(text: str) -> Optional[Place]:
     if text == "cpu" or text.startswith("cpu:"):
         return Place.CPU
-    if text.split(":")[0] in {"cuda", "mps", "xpu", "npu", "hpu", "gpu"}:
+    if text.split(":")[0] in ACCELERATOR_DEVICE_TYPES:
         return Place.DEVICE
     return None
 

@@ -18,8 +18,8 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from . import cst_guards as guards
 from ..syntax.ast_nodes import dotted_name, last_name
+from . import cst_guards as guards
 
 Position = Tuple[int, int]
 #: The sign ``guards.classify`` gives, or None when it may depend on the imports or flags.

@@ -13,6 +13,7 @@ from typing import Callable, Collection, FrozenSet, Optional
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, string_value
+from .backends import BACKEND_TENSOR_FLAGS, OTHER_BACKENDS, backend_of_device_string
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
@@ -151,29 +152,6 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
 
 
 # -- every accelerator, not only CUDA (issue 12) ---------------------------------------------
-
-#: Device types other than CUDA that raise where their backend is missing, with the hardware
-#: they need (for messages).
-OTHER_BACKENDS = {
-    "mps": "MPS (Apple silicon)",
-    "xpu": "XPU (an Intel GPU)",
-    "npu": "NPU (Ascend, torch_npu)",
-    "hpu": "HPU (Intel Gaudi)",
-    "xla": "XLA (a TPU, torch_xla)",
-}
-#: ``x.is_mps`` and friends: true only for a tensor that is on that accelerator.
-BACKEND_TENSOR_FLAGS = {f"is_{backend}" for backend in OTHER_BACKENDS}
-
-
-def backend_of_device_string(value: Optional[str]) -> Optional[str]:
-    """``"mps"``, ``"xpu:1"`` -> the backend named; None for CUDA, the CPU and anything else."""
-    if not value:
-        return None
-    backend, _, index = value.partition(":")
-    if backend in OTHER_BACKENDS and (not index or index.isdigit()):
-        return backend
-    return None
-
 
 def _backend_flag_name(lowered: str) -> int:
     """``use_mps``/``args.xpu``/``mps_available`` read as flags for that backend (one of the

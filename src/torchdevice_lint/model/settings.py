@@ -151,26 +151,15 @@ def parse_version(text: str) -> tuple:
 
 def parse_import(text: str) -> List[ImportSpec]:
     """``"from a.b import c as d, e"`` / ``"import a.b"`` -> the imports it names."""
-    import libcst as cst  # only with a device-import setting: start-up stays libcst-free
-
-    from ..syntax.cst_nodes import dotted_name
-
     try:
-        statement = cst.parse_statement(text.strip() + "\n")
-    except cst.ParserSyntaxError:
-        statement = None
-    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else None
-    if isinstance(small, cst.Import):
-        return [
-            ImportSpec(dotted_name(alias.name), asname=alias.asname.name.value if alias.asname else None)
-            for alias in small.names
-        ]
-    if isinstance(small, cst.ImportFrom) and not small.relative and not isinstance(small.names, cst.ImportStar):
-        module = dotted_name(small.module)
-        return [
-            ImportSpec(module, alias.name.value, alias.asname.name.value if alias.asname else None)
-            for alias in small.names
-        ]
+        statements = ast.parse(text.strip()).body
+    except SyntaxError:
+        statements = []
+    small = statements[0] if len(statements) == 1 else None
+    if isinstance(small, ast.Import):
+        return [ImportSpec(alias.name, asname=alias.asname) for alias in small.names]
+    if isinstance(small, ast.ImportFrom) and not small.level and not any(alias.name == "*" for alias in small.names):
+        return [ImportSpec(small.module, alias.name, alias.asname) for alias in small.names]
     raise ConfigError(f"device-import must be one absolute import statement, not {text!r}")
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Resolved, Triggers, Unguarded
+from ..knowledge.backends import missing_text
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..engine.rule import Invalid, Rule, Valid
 from ..syntax.cst_nodes import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
 
@@ -57,13 +58,6 @@ RAISING_BACKEND_CALLS = {
         "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
         "reset_peak_memory_stats", "reset_accumulated_memory_stats", "get_device_capability",
     },
-}
-# What each backend needs, for messages.
-_NEEDS = {
-    "cuda": "without CUDA (CPU-only, a Mac)",
-    "mps": "without MPS (anything but an Apple-silicon Mac)",
-    "xpu": "without XPU (an Intel GPU)",
-    "accelerator": "on a machine without any accelerator",
 }
 
 
@@ -218,7 +212,7 @@ class UnguardedCudaApi(Rule):
         suggestion = RAISING_CUDA_CALLS[leaf] if backend == "cuda" else "a guard"
         fix = guard_statement_fix(self, node, self.fix_title, backend) or display_only(self, f"Use {suggestion}")
         check = availability_check(self.ctx, backend)
-        self.report(node, self.message.format(backend, leaf, _NEEDS[backend], check), fix)
+        self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 
 AMP_REPLACEMENTS = {"autocast": (1, 10), "GradScaler": (2, 3)}

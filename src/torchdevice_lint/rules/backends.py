@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..model.fixes import Applicability
-from ..knowledge.cst_guards import OTHER_BACKENDS, backend_of_device_string
-from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Placed, Triggers
 from ..engine.rule import Invalid, Valid
+from ..first_stage.triggers import Placed, Triggers
+from ..knowledge.backends import DEVICE_METHODS, OTHER_BACKENDS, backend_of_device_string
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
 from .common import availability_check, method_name
 from .placement import HardcodedCudaDevice, report_device_method
 
 # Tensor and module methods that move to a backend: ``.xpu()`` is torch's own, ``.npu()`` and
 # ``.hpu()`` are added by torch_npu and Habana's bridge.
-DEVICE_METHODS = ("xpu", "npu", "hpu")
 
 _BINDING = 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from ..engine.rule import Rule
+from ..knowledge.backends import availability_expression
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
-from ..engine.rule import Rule
 from ..syntax.cst_nodes import string_value
 
 if TYPE_CHECKING:
@@ -95,22 +96,8 @@ def fresh_args(args) -> list:
     return [arg.with_changes(comma=cst.MaybeSentinel.DEFAULT) for arg in args]
 
 
-# Each backend's own availability check (``{t}``: how the file spells torch). ``torch.npu`` and
-# ``torch.hpu`` exist only once their vendor package is imported, hence ``hasattr``. XLA has no
-# such check in torch itself.
-BACKEND_AVAILABILITY = {
-    "cuda": "{t}.cuda.is_available()",
-    "mps": "{t}.backends.mps.is_available()",
-    "xpu": "{t}.xpu.is_available()",
-    "npu": 'hasattr({t}, "npu") and {t}.npu.is_available()',
-    "hpu": 'hasattr({t}, "hpu") and {t}.hpu.is_available()',
-    "accelerator": "{t}.accelerator.is_available()",
-}
-
-
 def availability_check(ctx: FileContext, backend: str = "cuda") -> Optional[str]:
-    template = BACKEND_AVAILABILITY.get(backend)
-    return template.format(t=ctx.torch_reference()) if template else None
+    return availability_expression(backend, ctx.torch_reference())
 
 
 def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str = "cuda") -> Optional[Fix]:
@@ -141,3 +128,8 @@ def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str =
 
 def display_only(rule: Rule, message: str) -> Fix:
     return rule.make_fix({}, Applicability.DISPLAY_ONLY, message)
+
+
+def is_keyword(arg: "cst.Arg", name: str) -> bool:
+    """Whether the argument is passed as ``name=...``."""
+    return arg.keyword is not None and arg.keyword.value == name

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..model.fixes import Applicability
-from ..syntax.cst_lazy import cst
+from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
 from ..first_stage.triggers import Arguments
-from ..engine.rule import Invalid, Rule, Valid
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .common import availability_check, method_name, positional
 

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from typing import FrozenSet, Optional
 
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Triggers
 from ..knowledge import cst_guards as guards
+from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Triggers
-from ..engine.rule import Invalid, Rule, Valid
 from ..syntax.cst_nodes import dotted_name, source_of, string_value
 from .common import availability_check, keyword, method_name, positional
-
-#: Collective backends that run only on their own devices (measured on CPU-only torch 2.13:
-#: "Distributed package doesn't have NCCL/XCCL built in", "Unknown backend type hccl"), with
-#: the backend whose availability check keeps them where they work.
-_DEVICE_ONLY_BACKENDS = {"nccl": ("NCCL", "cuda", "CUDA GPUs"), "xccl": ("XCCL", "xpu", "Intel GPUs"), "hccl": ("HCCL", "npu", "Ascend NPUs")}
-
 
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
@@ -41,7 +36,7 @@ class HardcodedDistributedBackend(Rule):
         "NCCL, the others get gloo instead of an error."
     )
     # a process group is started in the file (the ``--backend`` option counts only there)
-    triggers = Triggers(strings=tuple(_DEVICE_ONLY_BACKENDS), names="torch.distributed.Backend.NCCL") & Triggers(
+    triggers = Triggers(strings=tuple(COLLECTIVES), names="torch.distributed.Backend.NCCL") & Triggers(
         text="init_process_group"
     )
     valid = (
@@ -237,7 +232,8 @@ class HardcodedDistributedBackend(Rule):
     def _report(self, reported: cst.CSTNode, literal: cst.BaseExpression) -> None:
         text = source_of(literal)
         quote = "'" if text.lstrip("rRuU").startswith("'") else '"'
-        name, backend, devices = _DEVICE_ONLY_BACKENDS[_device_only_backend(literal)]
+        collective = COLLECTIVES[_device_only_backend(literal)]
+        name, backend, devices = collective.collective_name, collective.name, collective.devices
         check = availability_check(self.ctx, backend)
         if " and " in check:
             check = f"({check})"
@@ -249,7 +245,7 @@ class HardcodedDistributedBackend(Rule):
 def _device_only_backend(node: cst.BaseExpression) -> Optional[str]:
     """``"nccl"``, ``"xccl"`` or ``"hccl"`` written as a literal; None for anything else."""
     value = string_value(node) if isinstance(node, cst.SimpleString) else None
-    return value if value in _DEVICE_ONLY_BACKENDS else None
+    return value if value in COLLECTIVES else None
 
 
 RULES = (HardcodedDistributedBackend,)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..model.fixes import Applicability
 from ..engine.bridge import cst_node, infer
-from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Inferred, Triggers
 from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Inferred, Triggers
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .common import display_only
 from .dataflow import ON_DEVICE

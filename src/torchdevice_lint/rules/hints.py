@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Triggers
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Triggers
-from ..engine.rule import Invalid, Rule, Valid
 from .backend_api import RAISING_CUDA_CALLS
 from .common import display_only, keyword, method_name
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Placed, Resolved
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Placed, Resolved
-from ..engine.rule import Invalid, Rule, Valid
 from ..syntax.cst_nodes import source_of
 from .common import (
     CUDA_TENSOR_NAMES,

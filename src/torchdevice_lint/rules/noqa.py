@@ -7,8 +7,8 @@ directives were needed (``analysis.noqa``); this class carries the rule's metada
 from __future__ import annotations
 
 from ..engine.noqa import UNUSED_NOQA
-from ..first_stage.triggers import Triggers
 from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Triggers
 
 
 class UnusedNoqa(Rule):

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..model.fixes import Applicability
-from ..inference.vocabulary import is_parameterless_module
-from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Placed, Triggers, Unguarded
 from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Placed, Unguarded
+from ..inference.vocabulary import is_parameterless_module
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,
     fresh_args,
-    guard_statement_fix,
     is_cuda_string,
-    legacy_cuda_tensor,
+    is_keyword,
     may_name_cuda,
     method_name,
     positional,
@@ -371,17 +370,17 @@ class HardcodedCudaDevice(Rule):
         if name is not None and (name.startswith("torch.cuda.") or name == "torch.set_default_device"):
             return None  # reported by the more specific TDV301 / TDV103
         if name == "torch.device":
-            return "device-call" if arg is (positional(call) or [None])[0] or _keyword_is(arg, "type") else None
+            return "device-call" if arg is (positional(call) or [None])[0] or is_keyword(arg, "type") else None
         method = method_name(call)
         if method == "cuda":
             return None  # TDV101
-        if _keyword_is(arg, "device") or _keyword_is(arg, "map_location"):
+        if is_keyword(arg, "device") or is_keyword(arg, "map_location"):
             return "use"
         if method == "to" and positional(call) and arg is positional(call)[0]:
             return "use"
         if name in {"torch.load", "torch.jit.load"} and len(positional(call)) > 1 and arg is positional(call)[1]:
             return "use"
-        if _keyword_is(arg, "default") and method == "add_argument":
+        if is_keyword(arg, "default") and method == "add_argument":
             flags = [string_value(a.value) for a in positional(call)]
             if any(flag and "device" in flag for flag in flags):
                 return "define"
@@ -430,79 +429,4 @@ class HardcodedCudaDevice(Rule):
         self.report(literal, message, fix)
 
 
-def _keyword_is(arg: cst.Arg, name: str) -> bool:
-    return arg.keyword is not None and arg.keyword.value == name
-
-
-class CudaDefaultDevice(Rule):
-    code = "TDV103"
-    name = "cuda-default-device"
-    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
-    fix_title = "Only set the CUDA default when CUDA is available"
-    fix_safety = Applicability.SAFE
-    what = (
-        "Checks for `torch.set_default_tensor_type(torch.cuda.*Tensor)` and "
-        '`torch.set_default_device("cuda")`.'
-    )
-    why = (
-        "After either call every factory (`torch.zeros`, `torch.tensor`, ...) creates CUDA "
-        "tensors; on a CPU-only machine the call itself or the first factory raises."
-    )
-    fix_safety_note = "The fix wraps the call in `if torch.cuda.is_available():`; CUDA machines behave as before."
-    triggers = Triggers(names=("torch.set_default_tensor_type", "torch.set_default_device"))
-    valid = (
-        Valid("import torch\ntorch.set_default_tensor_type(torch.FloatTensor)\n"),
-        Valid('import torch\nif torch.cuda.is_available():\n    torch.set_default_device("cuda")\n'),
-        Valid('import torch\ntorch.set_default_device("cpu")\n'),
-        Valid("import torch\ntorch.set_default_dtype(torch.float64)\n"),
-    )
-    invalid = (
-        Invalid(
-            "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
-            fixed="import torch\nif torch.cuda.is_available():\n    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
-        ),
-        Invalid(
-            'import torch\n\ndef setup():\n    torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
-            fixed='import torch\n\ndef setup():\n    if torch.cuda.is_available():\n        torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
-        ),
-        Invalid(
-            'import torch as th\nth.set_default_device("cuda:0")  # all new tensors on GPU\n',
-            fixed='import torch as th\nif th.cuda.is_available():\n    th.set_default_device("cuda:0")  # all new tensors on GPU\n',
-        ),
-        Invalid(
-            'from torch import set_default_device\nset_default_device("cuda")\n',
-            fixed='from torch import set_default_device\nimport torch\n\nif torch.cuda.is_available():\n    set_default_device("cuda")\n',
-        ),
-        Invalid(
-            'import torch\nok = torch.set_default_device("cuda") or True\n',
-            fixed=None,
-            applicability=Applicability.DISPLAY_ONLY,
-        ),
-    )
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.guarded or not node.args:
-            return
-        name = self.ctx.qualname(node.func)
-        value = node.args[0].value
-        if name == "torch.set_default_tensor_type":
-            hazard = legacy_cuda_tensor(self.ctx, value) is not None
-        elif name == "torch.set_default_device":
-            hazard = is_cuda_string(value) or (
-                isinstance(value, cst.Call)
-                and self.ctx.qualname(value.func) == "torch.device"
-                and bool(value.args)
-                and is_cuda_string(value.args[0].value)
-            )
-        else:
-            return
-        if not hazard:
-            return
-        message = self.message.format(source_of(node))
-        fix = guard_statement_fix(self, node, self.fix_title) or display_only(
-            self, "Call it only under `if torch.cuda.is_available():`"
-        )
-        self.report(node, message, fix)
-
-
-RULES = (CudaMethodCall, HardcodedCudaDevice, CudaDefaultDevice)
+RULES = (CudaMethodCall, HardcodedCudaDevice)

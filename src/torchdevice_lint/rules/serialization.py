@@ -5,15 +5,24 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, List, Optional, Tuple
 
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Resolved
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..first_stage.triggers import Resolved
-from ..engine.rule import Invalid, Rule, Valid
 from ..syntax.cst_nodes import source_of
 from .common import display_only, keyword, keyword_arg, positional
 from .saved_files import (
-    LOADERS, SAVERS, SavedFiles, cache_written_when_missing, in_dataset_class, may_be_none, opened_path, path_keys, read_as_numpy,
+    LOADERS,
+    SAVERS,
+    SavedFiles,
+    cache_written_when_missing,
+    in_dataset_class,
+    may_be_none,
+    opened_path,
+    path_keys,
+    read_as_numpy,
 )
+
 
 def may_lack_map_location(call: ast.Call) -> bool:
     """The calls ``visit_Call`` looks at further (on CPython's tree, for the first stage): an

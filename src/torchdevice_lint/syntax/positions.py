@@ -19,8 +19,8 @@ from libcst._nodes.internal import CodegenState
 from libcst._position import CodeRange
 from libcst.metadata.position_provider import NEWLINE_RE, PositionProvidingCodegenState
 
-from .lines import physical_lines
 from .cst_walk import TRIVIA_TYPES, walk
+from .lines import physical_lines
 
 if TYPE_CHECKING:
     import ast

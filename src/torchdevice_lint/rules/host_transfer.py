@@ -1,0 +1,119 @@
+"""Host transfers: ``.numpy()`` of a tensor the device inference knows is on a device."""
+
+from __future__ import annotations
+
+from ..engine.bridge import cst_node, infer
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Inferred, Triggers
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
+from .dataflow import ON_DEVICE
+
+
+def _method(receiver: cst.BaseExpression, name: str) -> cst.Call:
+    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name(name)))
+
+
+def _is_method_call(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == name
+
+
+class NumpyOnDeviceTensor(Rule):
+    code = "TDV401"
+    name = "numpy-on-device-tensor"
+    message = "`.numpy()` on a tensor that is on a device raises `TypeError` on an accelerator (a CUDA GPU, a Mac's MPS)"
+    fix_title = "Copy the tensor to the CPU before `.numpy()`"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `.numpy()` on a tensor known to have been moved to or created on a device "
+        "(`.cuda()`, `.to(device)`, `device=`, outputs of a module moved to a device) with no "
+        "`.cpu()` in between."
+    )
+    why = (
+        "`.numpy()` only works on CPU tensors: on a CUDA tensor it raises `TypeError: can't "
+        "convert cuda:0 device type tensor to numpy`, and on one that requires grad `RuntimeError: "
+        "Can't call numpy() on Tensor that requires grad`. Code tested on a CPU-only machine "
+        "passes and fails on the first GPU run."
+    )
+    fix_safety_note = (
+        "`.cpu()` is a no-op for CPU tensors, so the fix keeps the meaning on every device. "
+        "`.detach()` is inserted too unless the tensor is known not to require grad (made by a "
+        "factory, detached, or computed under `torch.no_grad()`); the array is the same."
+    )
+    triggers = Triggers(calls="numpy") & ON_DEVICE & Inferred(lambda inference: bool(inference.numpy_calls))
+    valid = (
+        Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.cpu().numpy())\n"),
+        Valid(
+            "import torch\nx = torch.ones(3)\nif torch.cuda.is_available():\n    x = x.cuda()\n"
+            "print(x.numpy())\n"
+        ),
+        Valid("def to_array(t):\n    return t.numpy()\n"),
+        Valid("import torch\n\ndef f(x, device):\n    x = x.to(device)\n    x = x.cpu()\n    return x.numpy()\n"),
+        Valid("import torch\nx = torch.ones(3).to(torch.float16)\ny = x.to('cpu', non_blocking=True)\nprint(x.numpy(), y.numpy())\n"),
+        Valid(
+            "import torch\n\nclass Runner:\n    def __init__(self):\n        self.buffer = torch.zeros(3).cuda()\n\n"
+            "    def reset(self):\n        self.buffer = torch.zeros(3)\n\n    def dump(self):\n        return self.buffer.numpy()\n"
+        ),
+        Valid("import torch\nx = torch.ones(3).cuda()\nprint(x.numpy(force=True))\n"),
+        Valid(
+            "import torch\nx = torch.ones(2)\nfor batch in loader:\n    x = batch.cuda()\n    x = x.cpu()\nprint(x.numpy())\n"
+        ),
+    )
+    invalid = (
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(3).to(device)\nprint(x.numpy())\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(3).to(device)\nprint(x.cpu().numpy())\n",
+        ),
+        Invalid(
+            "import torch\n\ndef predict(model, batch, device):\n    model.to(device)\n    out = model(batch.to(device))\n    return out.numpy()\n",
+            fixed="import torch\n\ndef predict(model, batch, device):\n    model.to(device)\n    out = model(batch.to(device))\n    return out.detach().cpu().numpy()\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(4).cuda()\nfor _ in range(3):\n    x = x * 2\nprint(x.numpy())\n",
+            fixed="import torch\nx = torch.zeros(4).cuda()\nfor _ in range(3):\n    x = x * 2\nprint(x.cpu().numpy())\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Evaluator:\n    def __init__(self, model, device):\n        self.model = model.to(device)\n"
+            "        self.device = device\n\n    def predict(self, batch):\n        with torch.no_grad():\n"
+            "            logits = self.model(batch.to(self.device))\n        return logits.numpy()\n",
+            fixed="import torch\n\nclass Evaluator:\n    def __init__(self, model, device):\n        self.model = model.to(device)\n"
+            "        self.device = device\n\n    def predict(self, batch):\n        with torch.no_grad():\n"
+            "            logits = self.model(batch.to(self.device))\n        return logits.cpu().numpy()\n",
+        ),
+        Invalid(
+            "import torch\n\ndef f(x, flag, device):\n    if flag:\n        y = x.to(device)\n    else:\n"
+            "        y = torch.zeros(3, device=device)\n    return y.numpy()\n",
+            fixed="import torch\n\ndef f(x, flag, device):\n    if flag:\n        y = x.to(device)\n    else:\n"
+            "        y = torch.zeros(3, device=device)\n    return y.detach().cpu().numpy()\n",
+        ),
+        Invalid(
+            'import torch\npred = torch.randn(2, 3, device="cuda").softmax(-1)\nprint(pred.detach().numpy())\n',
+            fixed='import torch\npred = torch.randn(2, 3, device="cuda").softmax(-1)\nprint(pred.detach().cpu().numpy())\n',
+        ),
+        Invalid(
+            "import torch\n\ndef split(x, y):\n    a, b = x.cuda(), y\n    return a.numpy(), (a + 1).numpy()\n",
+            fixed="import torch\n\ndef split(x, y):\n    a, b = x.cuda(), y\n    return a.detach().cpu().numpy(), (a + 1).detach().cpu().numpy()\n",
+            count=2,
+        ),
+    )
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for event in infer(self.ctx).numpy_calls:
+            call = cst_node(self.ctx, event.call)
+            if call is None:
+                continue
+            detach = not event.receiver.grad_free
+
+            def replace(updated: cst.Call, detach: bool = detach) -> cst.Call:
+                receiver = updated.func.value
+                if detach and not _is_method_call(receiver, "detach"):
+                    receiver = _method(receiver, "detach")
+                return updated.with_changes(func=updated.func.with_changes(value=_method(receiver, "cpu")))
+
+            title = "Insert `.detach().cpu()` before `.numpy()`" if detach else "Insert `.cpu()` before `.numpy()`"
+            self.report(call, fix=self.make_fix({call: replace}, message=title))
+
+
+RULES = (NumpyOnDeviceTensor,)
