@@ -147,3 +147,14 @@ def test_no_module_over_500_lines():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert too_long == {}
+
+
+def test_every_rule_module_is_in_the_rule_list():
+    """A family module left out of ``rules.FAMILIES`` would silently never run."""
+    from torchdevice_lint import rules
+
+    defining = {
+        path.stem for path in (PACKAGE / "rules").glob("*.py")
+        if "\nRULES = " in path.read_text(encoding="utf-8")
+    }
+    assert defining == {family.__name__.rpartition(".")[2] for family in rules.FAMILIES}

@@ -10,10 +10,12 @@ from . import (
     backend_api,
     backends,
     dataflow,
+    default_device,
     device_index,
     distributed,
     dtypes,
     hints,
+    host_transfer,
     legacy_types,
     noqa,
     placement,
@@ -21,8 +23,8 @@ from . import (
 )
 
 FAMILIES = (
-    placement, device_index, backends, legacy_types, backend_api, distributed, serialization, dataflow, dtypes,
-    hints, noqa,
+    placement, default_device, device_index, backends, legacy_types, backend_api, distributed, serialization,
+    host_transfer, dataflow, dtypes, hints, noqa,
 )
 
 
