@@ -160,3 +160,18 @@ def test_stdin_round_trip(project):
         'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
         "x = torch.ones(1).to(device)\n"
     )
+
+
+def test_a_latin1_files_code_frame_shows_its_characters_with_the_caret_under_the_finding(tmp_path):
+    """The frame is decoded as the file was for checking (its PEP 263 declaration), so ``é`` is
+    one character and the caret stands under ``torch.zeros(2).cuda()``."""
+    (tmp_path / "lat.py").write_bytes(b'# -*- coding: latin-1 -*-\nimport torch\ns = "caf\xe9"; x = torch.zeros(2).cuda()\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "torchdevice_lint", "check", "--no-cache", "--output-format", "full", "lat.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    lines = done.stdout.splitlines()
+    code = next(line for line in lines if line.startswith("3 |"))
+    caret = lines[lines.index(code) + 1]
+    assert code == '3 | s = "café"; x = torch.zeros(2).cuda()'
+    assert caret.index("^") == code.index("torch.zeros") and caret.count("^") == len("torch.zeros(2).cuda()")

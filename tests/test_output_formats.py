@@ -11,7 +11,8 @@ import pytest
 from torchdevice_lint import api
 from torchdevice_lint.app.output import github, junit, render, sarif, summary, wants_colour
 from torchdevice_lint.app.progress import Progress
-from torchdevice_lint.model.findings import FileError, FileResult
+from torchdevice_lint.model.errors import FileError
+from torchdevice_lint.model.findings import FileResult
 from torchdevice_lint.model.settings import Settings
 
 SOURCE = 'import torch\nx = torch.ones(2).cuda()\nstate = torch.load("m.pt")\nprint("100%, done")\n'

@@ -37,9 +37,10 @@ from .app.output import (
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
 from .app.runner import StopOnInterrupt, check_file, fix_file
-from .app.sources import SourceError, SourceFile, decode
+from .app.sources import SourceError, SourceFile, decode, read_source
 from .engine.engine import Engine
 from .model.findings import FileResult
+from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings
 from .rules import all_rules, rule_by_code
 
@@ -281,14 +282,14 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
 
 
 def _texts(results: Sequence[FileResult]) -> dict:
-    """File texts for code frames, read only for files with findings."""
+    """File texts for code frames, read only for files with findings, and decoded as they were
+    for checking (a BOM, a PEP 263 declaration: a latin-1 file shows its own characters)."""
     texts = {}
     for result in results:
         if result.findings:
             try:
-                with open(result.filename, encoding="utf-8", errors="replace", newline="") as handle:
-                    texts[result.filename] = handle.read()
-            except OSError:
+                texts[result.filename] = read_source(result.filename).text
+            except SourceError:
                 pass
     return texts
 
@@ -417,7 +418,7 @@ def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> 
         lines = ["Nothing to fix."]
     left = [f for r in remaining for f in r.findings]
     if left:
-        more = sum(1 for f in left if f.fix and f.fix.applicability == "unsafe")
+        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
         line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
         if more and not unsafe:
             line += f" ({more} fixable with --unsafe-fixes)"

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from .. import __version__
-from ..model.findings import Edit, FileError, FileResult, Finding, FixInfo, Location
+from ..model.errors import FileError
+from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
+from ..model.fixes import Applicability
 from ..model.settings import Settings
 from ..rules import all_rules
 
@@ -182,7 +184,7 @@ def _entry_checksum(key: str, digest: str, data) -> str:
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_APPLICABILITY = {"safe", "unsafe", "display-only"}
+_APPLICABILITY = {level.value for level in Applicability}
 
 
 def _is_location(value) -> bool:
@@ -252,7 +254,7 @@ def _result_from_dict(path: str, data: dict) -> FileResult:
                 location=_location(item["location"]),
                 end_location=_location(item["end_location"]),
                 fix=None if fix is None else FixInfo(
-                    applicability=fix["applicability"],
+                    applicability=Applicability(fix["applicability"]),
                     message=fix["message"],
                     edits=[
                         Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]))

@@ -134,7 +134,7 @@ def _sarif_fix(finding: Finding, artifact: dict) -> Optional[dict]:
         for edit in finding.fix.edits
     ]
     return {
-        "description": {"text": f"{finding.fix.message} ({finding.fix.applicability})"},
+        "description": {"text": f"{finding.fix.message} ({finding.fix.applicability.value})"},
         "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}],
     }
 

@@ -19,14 +19,14 @@ from urllib.request import url2pathname
 
 from .. import __version__
 from ..engine.context import Analysis, RawFinding
+from ..engine.edits import file_edits
 from ..engine.engine import Engine, to_finding
-from ..engine.fixer import FixError, apply_fixes, lost_suffix, verify
 from ..engine.noqa import NOQA
-from ..model.findings import Finding
+from ..model.errors import FileProblem, file_error
+from ..model.findings import Edit, Finding
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules, rule_by_code
-from ..syntax.ast_parse import Unparsable
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
 from .config import find_pyproject, load_settings
@@ -90,6 +90,12 @@ def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
     return edits
 
 
+def lsp_edit(edit: Edit, lines: Lines) -> dict:
+    """A fix's edit (the fixer's, shared with every output format) as an LSP text edit."""
+    start, end = edit.location, edit.end_location
+    return {"range": lines.range((start.row, start.column), (end.row, end.column)), "newText": edit.content}
+
+
 @dataclass
 class Checked:
     """One buffer after the engine: its findings (with the analysis their fixes need), or the
@@ -104,8 +110,7 @@ class Checked:
     error: Optional[str] = None
     #: Comments and rows no comment can follow (see ``_row_facts``), computed once.
     _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
-    #: Each finding's fixed buffer (by index) and the fix-all result, computed once.
-    _fixed: Dict[int, Optional[str]] = field(default_factory=dict)
+    #: The fix-all result, computed once.
     _fixed_all: Optional[Tuple[str, Optional[str]]] = None
 
     @property
@@ -117,11 +122,8 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
     try:
         checked.analysis = engine.analyze(path, text)
-    except Unparsable as error:
-        checked.error = str(error)
-        return checked
-    except RecursionError:
-        checked.error = "file is nested too deeply to analyse"
+    except (FileProblem, RecursionError) as error:
+        checked.error = file_error(path, error).message
         return checked
     if checked.analysis is not None:
         checked.findings = [(raw, to_finding(path, raw, checked.analysis, False)) for raw in checked.analysis.findings]
@@ -165,9 +167,9 @@ def diagnostic(finding: Finding, lines: Lines, unsafe: bool) -> dict:
     rule = rule_by_code(finding.code)
     message = f"{finding.name}: {finding.message}"
     fix = finding.fix
-    if fix is not None and fix.applicability == Applicability.DISPLAY_ONLY.value:
+    if fix is not None and fix.applicability is Applicability.DISPLAY_ONLY:
         message += f"\nSuggestion: {fix.message}"
-    elif fix is not None and fix.applicability == Applicability.UNSAFE.value and not unsafe:
+    elif fix is not None and fix.applicability is Applicability.UNSAFE and not unsafe:
         message += f"\nUnsafe fix (enable unsafeFixes to offer it): {fix.message}"
     result = {
         "range": _finding_range(finding, lines),
@@ -263,22 +265,10 @@ def resolve_action(checked: Checked, action: dict, lines: Lines) -> dict:
         return action
     if checked.findings[index][1].code != data.get("code"):
         return action
-    fixed = fixed_by(checked, index)
-    if fixed is None:
+    edits = file_edits(checked.analysis).of(checked.findings[index][0])
+    if not edits:
         return action
-    return {**action, "edit": {"changes": {checked.uri: text_edits(checked.text, fixed, lines)}}}
-
-
-def fixed_by(checked: Checked, index: int) -> Optional[str]:
-    """The buffer with one finding's fix applied by the fixer, or None if it cannot be."""
-    if index not in checked._fixed:
-        try:
-            fixed = apply_fixes(checked.analysis, [checked.findings[index][0]]) + lost_suffix(checked.analysis)
-            verify(fixed, checked.path)
-        except FixError:
-            fixed = None
-        checked._fixed[index] = fixed if fixed != checked.text else None
-    return checked._fixed[index]
+    return {**action, "edit": {"changes": {checked.uri: [lsp_edit(edit, lines) for edit in edits]}}}
 
 
 def fixed_buffer(checked: Checked) -> Tuple[str, Optional[str]]:

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..model.findings import FileResult, Finding, position_key
+from ..model.fixes import Applicability
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
 
@@ -45,9 +46,9 @@ BOLD, RED, CYAN, YELLOW, DIM = "1", "31", "36", "33", "2"
 
 # -- human formats ----------------------------------------------------------------------------
 def _marker(finding: Finding) -> str:
-    if finding.fix and finding.fix.applicability == "safe":
+    if finding.fix and finding.fix.applicability is Applicability.SAFE:
         return " [*]"
-    if finding.fix and finding.fix.applicability == "unsafe":
+    if finding.fix and finding.fix.applicability is Applicability.UNSAFE:
         return " [-]"
     return ""
 
@@ -114,9 +115,9 @@ def _expand_tabs(text: str) -> str:
 
 
 _FIX_HINTS = {
-    "safe": "fix",
-    "unsafe": "unsafe fix (`--unsafe-fixes`)",
-    "display-only": "help",
+    Applicability.SAFE: "fix",
+    Applicability.UNSAFE: "unsafe fix (`--unsafe-fixes`)",
+    Applicability.DISPLAY_ONLY: "help",
 }
 
 
@@ -132,7 +133,7 @@ def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = 
                 lines_of[f.filename] = physical_lines(sources.get(f.filename, ""))
             block.extend(_frame(f, lines_of[f.filename], style))
             if f.fix:
-                label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability == "safe" else YELLOW, BOLD)
+                label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability is Applicability.SAFE else YELLOW, BOLD)
                 block.append(f"{' ' * (len(str(f.location.row + 1)) + 1)}= {label}: {f.fix.message}")
             blocks.append("\n".join(block))
     return "\n\n".join(blocks) + ("\n" if blocks else "")
@@ -186,7 +187,7 @@ def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
     for f in (f for r in results for f in r.findings):
         counts[f.code] += 1
         names[f.code] = f.name
-        if f.fix and f.fix.applicability == "safe":
+        if f.fix and f.fix.applicability is Applicability.SAFE:
             fixable.add(f.code)
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if as_json:
@@ -272,8 +273,8 @@ def summary(results: Sequence[FileResult], colour: bool = False) -> str:
     ]
     for code, count in sorted(per_rule.items()):
         lines.append(f"  {str(count).rjust(width)}  {style(code, RED, BOLD)}  {names[code]}")
-    safe = sum(1 for f in findings if f.fix and f.fix.applicability == "safe")
-    unsafe = sum(1 for f in findings if f.fix and f.fix.applicability == "unsafe")
+    safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
+    unsafe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
     if safe:
         lines.append(f"[*] {safe} fixable with `torchdevice-fix`.")
     if unsafe:

@@ -30,9 +30,11 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..engine.engine import Engine
-from ..model.findings import FileError, FileResult
+from ..model.errors import FileError, OverBudget, file_error
+from ..model.findings import FileResult
+from ..model.fixes import Applicability
 from .cache import ResultCache, content_hash
-from .runner import FixResult, check_file, fix_file, over_budget_error
+from .runner import FixResult, check_file, fix_file
 from .sources import SourceError, SourceFile, read_source
 
 T = TypeVar("T")
@@ -209,7 +211,7 @@ def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer,
             return
         for item in suspects:  # alone in a pool: a crash now is this file's own
             if budget and ended - started[item[0]] >= budget:
-                yield item[0], failed(item[1], over_budget_error(item[1], budget))
+                yield item[0], failed(item[1], file_error(item[1], OverBudget(budget)))
                 continue
             alone = list(_pool_round(engine, [item], 1, started, task, args, initializer, stop))
             yield from alone or [(item[0], failed(item[1], FileError(item[1], WORKER_DIED)))]
@@ -264,8 +266,8 @@ def _fix_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], unsafe: b
 
 def _nothing_to_fix(cached: FileResult, unsafe: bool) -> bool:
     """No finding with a fix to apply, or an error the same bytes would give the fixer too."""
-    applicable = ("safe", "unsafe") if unsafe else ("safe",)
-    return not any(f.fix and f.fix.applicability in applicable for f in cached.findings)
+    limit = (Applicability.UNSAFE if unsafe else Applicability.SAFE).rank
+    return not any(f.fix and f.fix.applicability.rank <= limit for f in cached.findings)
 
 
 def fix_paths(

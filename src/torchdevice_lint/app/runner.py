@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional
 
 from ..engine.engine import Engine, to_finding
-from ..model.findings import FileError, FileResult
-from ..model.fixes import FixError
-from ..syntax.ast_parse import Unparsable
+from ..model.errors import FileError, OverBudget, file_error
+from ..model.findings import FileResult
 from ..syntax.lines import physical_lines
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
@@ -34,24 +33,6 @@ def fix_source(engine: Engine, path: str, text: str, unsafe: bool):
     return fix(engine, path, text, unsafe)
 
 
-def _source_error(path: str, error: SourceError) -> FileError:
-    return FileError(path, str(error).split(": error: ", 1)[-1])
-
-
-def _internal_error(path: str, error: Exception) -> FileError:
-    detail = (str(error).strip().splitlines() or [""])[0][:200]
-    return FileError(path, f"internal error ({error.__class__.__name__}: {detail}); please report this as a bug")
-
-
-class OverBudget(BaseException):
-    """The file's time is up. A BaseException, like KeyboardInterrupt, so that no handler of
-    ordinary errors between the timer and ``check_file``/``fix_file`` swallows it."""
-
-
-def over_budget_error(path: str, seconds: float) -> FileError:
-    return FileError(path, f"took longer than per-file-timeout ({seconds:g} CPU seconds); skipped", transient=True)
-
-
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
     """Raise ``OverBudget`` in the block once it has used ``seconds`` of CPU time (user time:
@@ -63,7 +44,7 @@ def time_limit(seconds: float) -> Iterator[None]:
         return
 
     def expire(number, frame):
-        raise OverBudget
+        raise OverBudget(seconds)
 
     previous = signal.signal(signal.SIGVTALRM, expire)
     signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
@@ -80,12 +61,8 @@ def check_file(engine: Engine, path: str, with_edits: bool = False, source: Opti
         source = source or read_source(path)
         with time_limit(budget):
             return engine.check_source(path, source.text, with_edits=with_edits)
-    except OverBudget:
-        return FileResult(path, error=over_budget_error(path, budget))
-    except SourceError as error:
-        return FileResult(path, error=_source_error(path, error))
-    except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
-        return FileResult(path, error=_internal_error(path, error))
+    except (OverBudget, Exception) as error:  # noqa: BLE001 - one file's bug must not end the run
+        return FileResult(path, error=file_error(path, error))
 
 
 @dataclass
@@ -155,7 +132,7 @@ def fix_file(
         except SourceChanged:
             source = None  # re-read and fix what is there now
         except SourceError as error:
-            return _unwritten(result, _source_error(path, error))
+            return _unwritten(result, file_error(path, error))
     return _unwritten(result, FileError(path, "file kept changing on disk while it was being fixed; left as it is"))
 
 
@@ -178,23 +155,8 @@ def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFi
         with time_limit(budget):
             outcome = fix_source(engine, path, source.text, unsafe)
             remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
-    except OverBudget:
-        result.error = over_budget_error(path, budget)
-        return result
-    except SourceError as error:
-        result.error = _source_error(path, error)
-        return result
-    except Unparsable as error:
-        result.error = FileError(path, str(error))
-        return result
-    except FixError as error:
-        result.error = FileError(path, str(error))
-        return result
-    except RecursionError:
-        result.error = FileError(path, "file is nested too deeply to analyse")
-        return result
-    except Exception as error:  # noqa: BLE001 - one file's bug must not end the run
-        result.error = _internal_error(path, error)
+    except (OverBudget, Exception) as error:  # noqa: BLE001 - one file's bug must not end the run
+        result.error = file_error(path, error)
         return result
     result.fixed = outcome.source
     result.applied = outcome.applied

@@ -35,6 +35,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Set
 
+from ..model.errors import FileProblem
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: atomic replace without the cross-process lock
@@ -44,7 +46,7 @@ except ImportError:  # pragma: no cover - Windows: atomic replace without the cr
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
-class SourceError(Exception):
+class SourceError(FileProblem):
     """A file that cannot be read or written as Python source; the message is one line."""
 
 

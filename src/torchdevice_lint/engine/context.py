@@ -357,3 +357,5 @@ class Analysis:
     positions: dict
     #: (the TDV900 rule, a directive that suppressed nothing), when TDV900 is enabled.
     unused_noqa: list = field(default_factory=list)
+    #: What is derived from the analysis once asked for, kept with it (the fixes' edits).
+    derived: dict = field(default_factory=dict)

@@ -11,9 +11,9 @@ import gc
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from ..first_stage.facts import Facts, parse_facts
-from ..model.findings import FileError, FileResult, Finding, FixInfo, Location, position_key
+from ..model.errors import FileProblem, file_error
+from ..model.findings import FileResult, Finding, FixInfo, Location, position_key
 from ..model.settings import Settings
-from ..syntax.ast_parse import Unparsable
 from . import noqa
 from .rule import Rule
 
@@ -82,11 +82,8 @@ class Engine:
         result = FileResult(filename=path)
         try:
             analysis = self.analyze(path, source, tree=tree)
-        except Unparsable as error:
-            result.error = FileError(path, str(error))
-            return result
-        except RecursionError:
-            result.error = FileError(path, "file is nested too deeply to analyse")
+        except (FileProblem, RecursionError) as error:
+            result.error = file_error(path, error)
             return result
         if analysis is None:
             return result
@@ -129,7 +126,7 @@ def node_span(positions: dict, node: "cst.CSTNode") -> Tuple[Location, Location]
 
 
 def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: bool) -> Finding:
-    from .fixer import fix_info  # LibCST: a finding exists only once the file was parsed
+    from .edits import fix_info  # LibCST: a finding exists only once the file was parsed
 
     start, end = node_span(analysis.positions, raw.node)
     return Finding(
@@ -152,5 +149,5 @@ def _unused_noqa_finding(path: str, rule: Type[Rule], directive: noqa.UnusedDire
         filename=path,
         location=Location(directive.row, directive.column),
         end_location=Location(directive.row, directive.end_column),
-        fix=FixInfo(rule.fix_safety.value, rule.fix_title or "", []),
+        fix=FixInfo(rule.fix_safety, rule.fix_title or "", []),
     )

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from .errors import FileError
+from .fixes import Applicability
+
 
 @dataclass(frozen=True)
 class Location:
@@ -31,13 +34,13 @@ class Edit:
 
 @dataclass
 class FixInfo:
-    applicability: str
+    applicability: Applicability
     message: str
     edits: List[Edit] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
-            "applicability": self.applicability,
+            "applicability": self.applicability.value,
             "message": self.message,
             "edits": [edit.as_dict() for edit in self.edits],
         }
@@ -71,19 +74,9 @@ def position_key(finding: Finding) -> tuple:
 
 
 @dataclass
-class FileError:
-    filename: str
-    message: str
-    #: Depends on more than the file's bytes (a time limit ran out): never cached.
-    transient: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.filename}: error: {self.message}"
-
-
-@dataclass
 class FileResult:
     filename: str
     findings: List[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     parsed: bool = False
+

@@ -10,11 +10,13 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from .errors import FileProblem
+
 if TYPE_CHECKING:
     import libcst as cst
 
 
-class FixError(Exception):
+class FixError(FileProblem):
     """A fix would have produced code that does not parse or compile; nothing is written."""
 
 

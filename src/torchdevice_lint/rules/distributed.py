@@ -13,6 +13,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, source_of, string_value
 from .common import availability_check, keyword, method_name, positional
 
+
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
     name = "hardcoded-distributed-backend"

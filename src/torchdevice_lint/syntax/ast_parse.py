@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import warnings
 
+from ..model.errors import FileProblem
+
 #: The deepest tree analysed. Real code stays far below (at most 35 levels over the 1,914
 #: files of the pinned corpus); the analysis walks trees recursively and stops near 500.
 MAX_DEPTH = 200
@@ -21,7 +23,7 @@ MAX_DEPTH = 200
 TOO_DEEP = f"file is nested too deeply to analyse (limit {MAX_DEPTH} levels)"
 
 
-class Unparsable(Exception):
+class Unparsable(FileProblem):
     """A file the analysis does not take: a syntax error or nesting too deep. One-line message."""
 
 

@@ -150,7 +150,22 @@ def _ast_children(statement: "ast.stmt") -> List["ast.stmt"]:
     return children + list(getattr(statement, "orelse", ())) + list(getattr(statement, "finalbody", ()))
 
 
-def _innermost_statement(
+def statement_twins(module: cst.Module, tree: "ast.Module") -> Optional[Dict[int, "ast.stmt"]]:
+    """id(top-level statement) -> the first ``ast`` statement it holds; None where the two trees
+    do not pair up."""
+    pairs = _paired(module.body, tree.body)
+    return None if pairs is None else {id(statement): first for statement, first in pairs}
+
+
+def statement_code(module: cst.Module, statement: cst.CSTNode, indents: Sequence[str] = ()) -> str:
+    """The code of ``statement`` as the file holds it inside blocks indented by ``indents``."""
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens = list(indents)
+    statement._codegen(state)
+    return "".join(state.tokens)
+
+
+def innermost_statement(
     module: cst.Module, ancestors: Sequence[cst.CSTNode], first: "ast.stmt"
 ) -> Optional[Tuple[cst.CSTNode, int, List[str]]]:
     """The innermost statement of an indented block among ``ancestors`` (the module, its
@@ -215,7 +230,7 @@ def node_positions(
             held = [id(ancestor) for ancestor in ancestors]
             if id(node) in held:  # a statement reported while a node inside it was visited
                 ancestors = ancestors[: held.index(id(node)) + 1]
-            inner = _innermost_statement(module, ancestors, twins[id(top)])
+            inner = innermost_statement(module, ancestors, twins[id(top)])
         if inner is None or id(inner[0]) in generated:
             whole.append(top)
             continue
