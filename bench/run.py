@@ -307,8 +307,38 @@ def run(args: argparse.Namespace) -> List[str]:
         ours = add(measure("check -j1 --no-cache, same files", check_command(subset, "-j1", "--no-cache"), subset))
         ratios.append(("torchfix / check (wall, 1 process)", torchfix.wall / ours.wall, ">= 10"))
         ratios.append(("torchfix / check (cpu, 1 process)", torchfix.cpu / ours.cpu, ">= 10"))
+    research = research_files(args.research)
+    if research:
+        ratios += research_formats(research, args.pair_runs, add)
+    else:
+        print(f"no research checkouts under {', '.join(map(str, args.research))}: the output-format ratios are skipped "
+              "(bench/realcode.py says how to extract them)", file=sys.stderr)
     os.unlink(list_path)
     return _table(rows, ratios, files, corpus)
+
+
+#: The output formats CI integrations read, each measured against ``concise``.
+MACHINE_FORMATS = ("json", "sarif", "gitlab", "rdjson")
+
+
+def research_files(roots: Sequence[Path]) -> List[Path]:
+    """The ``.py`` files of the research checkouts (bench/realcode/ pins them; never committed)."""
+    return sorted(path for root in roots if root.is_dir() for path in root.rglob("*.py"))
+
+
+def research_formats(files: Sequence[Path], runs: int, add) -> list:
+    """Each machine format's CPU against ``concise`` on research code, where most files have
+    findings and fixes (the pinned corpus has few): rounds taking turns, as the pairs above."""
+    variants = [(f"check --output-format {name} (research)", check_command(files, "-j1", "--no-cache", "--output-format", name), None)
+                for name in ("concise", *MACHINE_FORMATS)]
+    rounds = alternate(variants, files, runs)
+    concise = rounds[variants[0][0]]
+    add(median(concise, variants[0][0]))
+    ratios = []
+    for (label, _, _), name in zip(variants[1:], MACHINE_FORMATS):
+        add(median(rounds[label], label))
+        ratios.append((f"{name} / concise on research code (cpu)", paired_ratio(rounds[label], concise), "<= 1.3"))
+    return ratios
 
 
 def _installed_version(name: str) -> str:
@@ -345,6 +375,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--torchfix-share", type=float, default=0.03, help="share for the TorchFix comparison (0 skips it)")
     parser.add_argument("--baseline", default="ca949ae", help="commit whose start-up is compared (default: before issue 16; '' skips it)")
     parser.add_argument("--startup-runs", type=int, default=5, help="runs of each start-up measurement (the median is kept)")
+    parser.add_argument("--research", type=Path, nargs="*", default=[Path("/work/eval/repos"), Path("/work/eval/heldout2/repos")],
+                        help="research checkouts for the output-format ratios (default: the realcode sets under /work/eval)")
     parser.add_argument("--pair-runs", type=int, default=3, help="rounds of the check/parse and flake8 pairs (medians and the ratios' range)")
     parser.add_argument("--linear-lines", type=int, nargs="*", default=[1000, 10000, 100000], help="sizes of the one-file runs")
     args = parser.parse_args(argv)

@@ -1,5 +1,5 @@
 """The LibCST half of the engine: one parse, every rule in one batched pass, suppressions,
-positions. Imported only for files the first stage (``prefilter.py``) could not rule out.
+positions. Imported only for files the first stage (``first_stage/``) could not rule out.
 
 The pass is a single ``CSTVisitor`` that keeps the shared context (imports, scopes, guards, the
 ancestor stack) up to date and dispatches each node to the rules' ``visit_<Node>`` and

@@ -231,7 +231,7 @@ class FileContext:
         return self.guard_depth > 0
 
     def classify(self, test: cst.BaseExpression) -> int:
-        """``guards.classify`` with this file's imports and user-flag defaults."""
+        """``cst_guards.classify`` with this file's imports and user-flag defaults."""
         return guards.classify(test, self.qualname, self.flag_default)
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:

@@ -19,6 +19,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..model.findings import Edit, FixInfo, Location
+from ..syntax.cst_nodes import import_aliases
 from ..syntax.cst_walk import nodes_of
 from ..syntax.lines import physical_lines
 from ..syntax.positions import innermost_statement, statement_code, statement_twins
@@ -71,6 +72,9 @@ class FileEdits:
         """The edits of ``raw``'s fix: ``[]`` when the file cannot be rewritten exactly (LibCST
         does not reproduce it), None when the fix would not yield valid code."""
         if id(raw) not in self._by_finding:
+            if not self._ends_reproduced():  # the fixer refuses the file: no edits to offer either
+                self._by_finding[id(raw)] = []
+                return []
             local = self._local(raw)
             self._by_finding[id(raw)] = (local or None) if local is not None else self._applied(raw)
         return self._by_finding[id(raw)]
@@ -89,8 +93,6 @@ class FileEdits:
         fix = raw.fix
         index = self._index.get(id(raw.top_statement))
         if index is None or not fix.replacements or is_import_line(self.module.body[index]):
-            return None
-        if fix.removable_imports and not self._imports_stay(fix):
             return None
         target = self._target(raw, index, set(map(id, fix.replacements)))
         if target is None:
@@ -114,21 +116,51 @@ class FileEdits:
             return []
         if any(edit.location.row < last_row and edit.end_location.row > first_row for edit in needs):
             return None  # the additions rewrite the statement itself: apply both together
-        return _merged(needs + edits)
+        removals = self._removals(fix, statement, replaced)
+        if removals is None:
+            return None
+        return _merged(needs + removals + edits)
 
-    def _imports_stay(self, fix) -> bool:
-        """Whether each import the fix may remove is still used after it: bound by that import
-        alone in the whole file, and read somewhere outside the nodes the fix replaces (then
-        ``RemoveImportsVisitor`` keeps it, and the fix needs no whole-module pass)."""
+    def _removals(self, fix, statement: cst.CSTNode, replaced: cst.CSTNode) -> Optional[List[Edit]]:
+        """The edits removing the imports the fix leaves unused, each by ``RemoveImportsVisitor``
+        run on its own import statement: whether an import is still used is counted on CPython's
+        tree (a name bound by that import alone in the whole file, read outside the rewritten
+        statement or in its new code). None where that cannot be told here."""
         loads, binds = self._names()
+        edits: List[Edit] = []
         for spec in fix.removable_imports:
             name = spec.asname or spec.obj or spec.module.split(".")[0]
-            replaced = sum(
-                1 for node in fix.replacements for name_node in nodes_of(node, cst.Name) if name_node.value == name
-            )
-            if binds.get(name, 0) != 1 or loads.get(name, 0) - replaced < 1:
-                return False
-        return True
+            if binds.get(name, 0) != 1:
+                return None
+            left = loads.get(name, 0) - _reads(statement, name) + _reads(replaced, name)
+            if left > 0:
+                continue
+            removal = self._removal(spec, name)
+            if removal is None:
+                return None
+            edits.append(removal)
+        return edits
+
+    def _removal(self, spec, name: str) -> Optional[Edit]:
+        """The edit ``RemoveImportsVisitor`` makes to the top-level import statement binding ``name``."""
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
+        holder = next((
+            statement for statement in self.module.body
+            if isinstance(statement, cst.SimpleStatementLine)
+            and any(name in import_aliases(small) for small in statement.body)
+        ), None)
+        placed = self._placed(holder) if holder is not None else None
+        if placed is None:
+            return None
+        context = CodemodContext()
+        RemoveImportsVisitor.remove_unused_import(context, spec.module, spec.obj, spec.asname)
+        alone = self.module.with_changes(header=(), body=[holder], footer=(), has_trailing_newline=True)
+        updated = RemoveImportsVisitor(context).transform_module(alone)
+        first_row, code = placed
+        new_code = updated.code if updated.body else ""
+        return Edit(new_code, Location(first_row, 1), Location(first_row + len(physical_lines(code, keepends=True)), 1))
 
     def _names(self) -> Tuple[Dict[str, int], Dict[str, int]]:
         """How often each name is read, and bound, in the whole file (CPython's tree)."""
@@ -249,6 +281,25 @@ class FileEdits:
             self._whole["code"] = self.module.code if self._suffix() is not None else None
         return self._whole["code"]
 
+    def _ends_reproduced(self) -> bool:
+        """Whether LibCST gives back the start and the end of the file: where its code generation
+        loses text (a trailing comment block with mixed line endings, the final newline of a file
+        of ``\\r`` line endings). Each statement a fix rewrites is compared on its own, so the
+        whole module is not generated for this."""
+        if "ends" not in self._whole:
+            module, lines = self.module, self.lines
+            header = "".join(module.code_for_node(line) for line in module.header)
+            ends = "".join(lines).startswith(header)
+            first_lines = self.analysis.ctx.statement_first_lines
+            if ends and module.body and first_lines:
+                tail = module.with_changes(header=(), body=[module.body[-1]]).code
+                text = "".join(lines[first_lines[id(module.body[-1])] - 1:])
+                ends = text.startswith(tail) and not text[len(tail):].strip("\r\n")
+            elif ends:
+                ends = self._suffix() is not None
+            self._whole["ends"] = ends
+        return self._whole["ends"]
+
     def _suffix(self) -> Optional[str]:
         """``fixer.lost_suffix`` of the file, once; None when LibCST does not reproduce it."""
         if "suffix" not in self._whole:
@@ -257,6 +308,14 @@ class FileEdits:
             except UnreproducibleSource:
                 self._whole["suffix"] = None
         return self._whole["suffix"]
+
+
+def _reads(node: cst.CSTNode, name: str) -> int:
+    """How many ``Name`` nodes called ``name`` the subtree holds as names of values (not the
+    ``attr`` of an attribute, nor a keyword argument's or a definition's name)."""
+    named = nodes_of(node, cst.Name, cst.Attribute, cst.Arg, cst.FunctionDef, cst.ClassDef)
+    labels = {id(getattr(found, field, None)) for found in named for field in ("attr", "keyword", "name")}
+    return sum(1 for found in named if type(found) is cst.Name and found.value == name and id(found) not in labels)
 
 
 def _merged(edits: List[Edit]) -> List[Edit]:

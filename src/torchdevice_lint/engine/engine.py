@@ -1,7 +1,7 @@
 """The engine: first stage (CPython's ``ast``: syntax, candidates) -> one LibCST parse -> every
 enabled rule in one batched pass -> suppressions -> findings with positions.
 
-This module imports no LibCST: a file the first stage rules out (``prefilter.py``) is checked
+This module imports no LibCST: a file the first stage rules out (``first_stage/``) is checked
 without it, and ``batched.py`` (the LibCST half) is imported for the first file that needs it.
 """
 
@@ -92,7 +92,7 @@ class Engine:
         findings.extend(_unused_noqa_finding(path, rule, directive) for rule, directive in analysis.unused_noqa)
         result.findings = sorted(findings, key=position_key)
         # The context's findings hold the rules, which hold the context: left so, that cycle
-        # keeps the trees alive until the cyclic collector runs (``walk.walk`` has the same note)
+        # keeps the trees alive until the cyclic collector runs (``syntax.cst_walk.walk`` has the same note)
         analysis.ctx.findings.clear()
         return result
 

@@ -2,7 +2,7 @@
 
 A rule is a small class: metadata (code, name, message, fix title, fix safety), its own valid and
 invalid examples, what a file must contain for it to fire (``triggers``, checked by the first
-stage in ``prefilter.py`` before LibCST parses anything),
+stage in ``first_stage/`` before LibCST parses anything),
 and ``visit_<Node>``/``leave_<Node>`` handlers called by the engine's single batched pass. One
 instance is created per checked file, so a rule may keep per-file state on ``self``.
 """
@@ -55,7 +55,7 @@ class Rule:
     fix_safety_note: ClassVar[str] = ""
     #: Opt-in rules (TDV9xx) run only when selected explicitly.
     default_enabled: ClassVar[bool] = True
-    #: What a file must contain for the rule to fire (sound: tests/test_prefilter.py).
+    #: What a file must contain for the rule to fire (sound: tests/test_first_stage.py).
     triggers: ClassVar[Trigger] = EVERY_FILE
     valid: ClassVar[Sequence[Valid]] = ()
     invalid: ClassVar[Sequence[Invalid]] = ()

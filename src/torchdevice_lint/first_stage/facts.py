@@ -2,15 +2,15 @@
 file is Python and which rules could fire on it.
 
 LibCST's parse costs about ten times ``ast.parse`` and most files have no finding. Every file is
-parsed once with ``compile(..., PyCF_ONLY_AST)`` (``pyparse.py``), which also words syntax errors
+parsed once with ``compile(..., PyCF_ONLY_AST)`` (``syntax/ast_parse.py``), which also words syntax errors
 the way Python does and refuses nesting LibCST cannot survive. One walk of that tree collects the
-file's ``Facts`` and refuses a tree deeper than ``pyparse.MAX_DEPTH``. Each rule declares
+file's ``Facts`` and refuses a tree deeper than ``ast_parse.MAX_DEPTH``. Each rule declares
 ``triggers``: what a file must contain for the rule to fire, stated over those facts. A rule
 whose triggers are absent does not run, and a file no enabled rule can fire on is never parsed
 with LibCST. The rules that read the device inference (TDV4xx, TDV601) add ``Inferred``: the
 inference itself runs on this tree, and only a file where it finds something goes on.
 
-Triggers must over-approximate what a rule's visitors can report: tests/test_prefilter.py
+Triggers must over-approximate what a rule's visitors can report: tests/test_first_stage.py
 checks every rule example and the real files with findings.
 """
 
@@ -80,7 +80,7 @@ class Facts:
     #: The calls whose function's last name is one of ``KEPT_CALLS``, by that name.
     calls_named: Dict[str, List[ast.Call]] = field(default_factory=dict)
     #: ``if`` statements, conditional expressions and boolean operations, and every function
-    #: and class: where ``sureguards`` looks for availability checks.
+    #: and class: where ``knowledge/ast_guards.py`` looks for availability checks.
     conditions: List[ast.AST] = field(default_factory=list)
     definitions: List[ast.AST] = field(default_factory=list)
     #: What those checks cover, once a trigger asked (``surely_guarded``).
@@ -93,7 +93,7 @@ class Facts:
     inference: Optional["FileInference"] = None
 
     def surely_guarded(self, node: ast.AST) -> bool:
-        """Whether ``node`` stands where a check that ``sureguards`` reads for certain covers it."""
+        """Whether ``node`` stands where a check that ``knowledge/ast_guards.py`` reads for certain covers it."""
         if self.coverage is None:
             from ..knowledge.ast_guards import Coverage, covered_spans
 

@@ -2,7 +2,7 @@
 
 Each rule declares ``triggers`` over ``Facts`` (``facts.py``); a rule whose triggers are absent
 does not run, and a file no enabled rule can fire on is never parsed with LibCST. Triggers must
-over-approximate what a rule's visitors can report: tests/test_prefilter.py checks every rule
+over-approximate what a rule's visitors can report: tests/test_first_stage.py checks every rule
 example and the real files with findings.
 """
 
@@ -101,7 +101,7 @@ class Placed(Trigger):
 
 class Unguarded(Trigger):
     """A candidate (``candidates(facts)``: the nodes a rule may report) outside what the
-    availability checks the first stage reads for certain cover (``sureguards``): for rules that
+    availability checks the first stage reads for certain cover (``knowledge/ast_guards.py``): for rules that
     report nothing where ``ctx.guarded`` holds. No candidate at all is no match either."""
 
     def __init__(self, candidates: Callable[[Facts], Iterable[ast.AST]]) -> None:

@@ -25,7 +25,7 @@ class SourceContext:
         return qualified(dotted_name(node), self.aliases)
 
     def availability_checked(self, test: ast.expr) -> bool:
-        """The condition, true, means an accelerator is there (``guards.classify``, which
+        """The condition, true, means an accelerator is there (``cst_guards.classify``, which
         reads LibCST nodes: only such conditions inside device arguments get here)."""
         return _positive_guard(self.text_of(test), tuple(sorted(self.aliases.items())))
 

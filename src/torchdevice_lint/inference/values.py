@@ -115,7 +115,7 @@ class FileInference:
     #: Calls that make a float64 tensor on a device (``.double()`` of a device tensor, a
     #: factory with ``dtype=torch.float64`` on one, ``.to(device, torch.float64)``): TDV601.
     float64_calls: List[ast.Call] = field(default_factory=list)
-    #: id(ast node) -> the LibCST node at its place, once a rule asked (``located.py``).
+    #: id(ast node) -> the LibCST node at its place, once a rule asked (``engine/bridge.py``).
     located: Optional[Dict[int, object]] = None
 
     def reported_nodes(self) -> List[ast.AST]:

@@ -1,13 +1,13 @@
 """The availability checks the first stage reads on CPython's tree, for certain.
 
-``guards.classify`` decides a condition's sign with the file's imports and its user-flag
+``cst_guards.classify`` decides a condition's sign with the file's imports and its user-flag
 defaults, which only the LibCST pass knows. Some conditions have the same sign whatever those
 are: ``torch.cuda.is_available()`` (any call named ``is_available`` or ``device_count``),
 ``self.cuda_device is not None`` (a name read as a flag, never a flag's default), and ``not``
 and ``and`` of them. The batched pass only ever adds guard coverage, so what these cover (an
 ``if`` branch, a conditional expression's arm, the rest of an ``and``, the body of a
 ``def cuda(self)`` override or of a CUDA-skipping test) is guarded for the rules that ask
-``ctx.guarded`` (``prefilter.Unguarded``): a file whose candidates all stand there is not
+``ctx.guarded`` (``first_stage.triggers.Unguarded``): a file whose candidates all stand there is not
 parsed with LibCST for them. What this module cannot read for certain it leaves uncovered.
 """
 
@@ -22,12 +22,12 @@ from ..syntax.ast_nodes import dotted_name, last_name
 from . import cst_guards as guards
 
 Position = Tuple[int, int]
-#: The sign ``guards.classify`` gives, or None when it may depend on the imports or flags.
+#: The sign ``cst_guards.classify`` gives, or None when it may depend on the imports or flags.
 Sign = Optional[int]
 
 
 def sign(test: ast.expr) -> Sign:
-    """``guards.classify(test)`` where it holds for any imports and flag defaults, else None."""
+    """``cst_guards.classify(test)`` where it holds for any imports and flag defaults, else None."""
     kind = type(test)
     if kind is ast.UnaryOp and type(test.op) is ast.Not:
         inner = sign(test.operand)

@@ -5,7 +5,7 @@ and takes time quadratic in the length of a chain such as ``x.cuda().cuda()...``
 over a minute). CPython refuses the first with a clean ``SyntaxError`` ("too many nested
 parentheses") and parses the second in linear time, so a file is parsed by CPython first and
 refused when its tree is deeper than ``MAX_DEPTH`` (checked by the first stage's walk,
-``prefilter.py``, the one walk of that tree). The price is CPython's grammar: a file is
+``first_stage/facts.py``, the one walk of that tree). The price is CPython's grammar: a file is
 Python as the interpreter running the tool understands it.
 """
 
@@ -29,7 +29,7 @@ class Unparsable(FileProblem):
 
 def compile_python(source: str) -> ast.Module:
     """The file's ``ast`` tree, or ``Unparsable`` with the line to print for it. The tree's depth
-    is checked against ``MAX_DEPTH`` by the walk that reads it (``prefilter.parse_facts``)."""
+    is checked against ``MAX_DEPTH`` by the walk that reads it (``first_stage.facts.parse_facts``)."""
     try:
         with warnings.catch_warnings():  # the file's invalid escapes are not ours to report
             warnings.simplefilter("ignore")

@@ -1,11 +1,11 @@
 """LibCST, imported the first time one of its names is used.
 
 Importing LibCST costs more CPU than checking a typical file, and most files are ruled out by
-the first stage (``prefilter.py``) without it: a run over such files, or an editor's check of
-one, never pays for it. Modules on that path write ``from .lazycst import cst`` and use ``cst``
-as the module; they must not touch it at import time (``tests/test_prefilter.py`` checks).
+the first stage (``first_stage/``) without it: a run over such files, or an editor's check of
+one, never pays for it. Modules on that path write ``from ..syntax.cst_lazy import cst`` and use ``cst``
+as the module; they must not touch it at import time (``tests/test_first_stage.py`` checks).
 ``libcst.matchers`` is not used on the checking path at all: importing it costs more CPU than
-LibCST itself (``walk.nodes_of`` does what ``findall`` did there).
+LibCST itself (``cst_walk.nodes_of`` does what ``findall`` did there).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The availability checks the first stage reads for certain (``sureguards``) are checks for
+"""The availability checks the first stage reads for certain (``knowledge/ast_guards.py``) are checks for
 the batched pass too, whatever the file's imports and user-flag defaults are."""
 
 import ast

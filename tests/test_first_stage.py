@@ -172,7 +172,7 @@ def test_facts_reach_code_in_match_statements():
         ("TDV102", 'import torch\nstate = torch.load(path, "cuda:0")\n', True),
         ("TDV102", 'import torch\nmodel = Net(map_location="cuda")\n', True),
         ("TDV102", 'import torch\n\ndef f(x, *, target_device="cuda"):\n    return x\n', True),
-        # candidates that availability checks cover for certain (sureguards): no LibCST for them
+        # candidates that availability checks cover for certain (knowledge/ast_guards.py): no LibCST for them
         ("TDV101", "import torch\nif torch.cuda.is_available():\n    x = x.cuda()\n", False),
         ("TDV101", "import torch\ny = x.cuda() if torch.cuda.is_available() else x\nz = torch.cuda.is_available() and w.cuda()\n", False),
         ("TDV101", "import torch\n\nclass M:\n    def cuda(self):\n        return self.net.cuda()\n", False),
