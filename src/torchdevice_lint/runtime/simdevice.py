@@ -38,7 +38,9 @@ from typing import Any, Dict, Iterator
 import torch
 
 from . import simulated_apis as apis
-from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_load, simulated_save
+from . import torch_internals
+from .checkpoints import simulated_load, simulated_save
+from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags
 
 MPS_FLOAT64_ERROR = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
@@ -124,7 +126,8 @@ def simulation(leg: str) -> Iterator[Simulation]:
     """``simulated_device`` yielding the :class:`Simulation`, whose ``placements`` tell
     whether the program put anything on the device."""
     backend = BACKENDS[leg]
-    if backend.type == "cuda" and torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
+    torch_internals.require()
+    if backend.type == "cuda" and torch_internals.cuda_is_compiled() and torch.cuda.device_count() > 0:
         raise RuntimeError("a real CUDA device is present; simulating one would hide it")
     if backend.type == "mps" and torch.backends.mps.is_available():
         raise RuntimeError("a real MPS device is present; simulating one would hide it")
