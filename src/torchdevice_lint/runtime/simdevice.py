@@ -40,6 +40,9 @@ import torch
 from . import simulated_apis as apis
 from . import torch_internals
 from .checkpoints import simulated_load, simulated_save
+from .mps_kernels import missing_kernel_check
+from .simulated_amp import AutocastMirror
+from .simulated_parallel import parallel_patches
 from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags
 
 MPS_FLOAT64_ERROR = (
@@ -106,6 +109,9 @@ def _backend_patches(stack: contextlib.ExitStack, simulation: Simulation) -> Dic
     """Patch the backend modules for ``simulation``; the Tensor methods it handles itself."""
     if simulation.backend.type == "cuda":
         stack.enter_context(_patched(torch.cuda, apis.cuda_patches(simulation)))
+        for module, replacements in apis.cuda_build_patches().items():
+            stack.enter_context(_patched(module, replacements))
+        stack.enter_context(_patched(torch_internals.scatter_gather_module(), parallel_patches(simulation)))
         return {torch.Tensor.cuda: apis.tensor_cuda, torch.Tensor.type: apis.tensor_type}
     stack.enter_context(_patched(torch.cuda, apis.cuda_absent_patches()))
     stack.enter_context(_patched(torch.mps, apis.mps_patches(simulation)))
@@ -137,6 +143,9 @@ def simulation(leg: str) -> Iterator[Simulation]:
         stack.callback(forget_all_tags)
         mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
         stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
+        autocast = AutocastMirror(backend.type)
+        stack.callback(autocast.restore)
+        stack.enter_context(_patched(torch, autocast.patches()))
         stack.enter_context(
             _patched(
                 torch,
@@ -145,10 +154,13 @@ def simulation(leg: str) -> Iterator[Simulation]:
                     "save": simulated_save(active, torch.save),
                     "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
                     "set_default_device": _default_device(torch.set_default_device, mode),
+                    "Generator": apis.generator_type(active),
                 },
             )
         )
         stack.enter_context(mode)
+        if backend.type == "mps":
+            stack.enter_context(missing_kernel_check(active))
         yield active
 
 

@@ -186,6 +186,13 @@ class Simulation:
                 raise self.same_device_error(found, device, func)
         return found
 
+    def check_generator(self, generator: Any, target: Optional[torch.device]) -> None:
+        """Random numbers for a device come from a generator of that device, as on real hardware
+        (a CUDA generator handed to ``DataLoader``'s CPU ``randperm`` raises too)."""
+        expected, found = (target or CPU).type, generator.device.type
+        if found != expected:
+            raise RuntimeError(f"Expected a '{expected}' device type for generator but found '{found}'")
+
 
 class SimulatedDeviceMode(TorchFunctionMode):
     """Tracks the virtual device of every tensor that passes through a torch function.
@@ -209,6 +216,11 @@ class SimulatedDeviceMode(TorchFunctionMode):
             tensor.copy_: self._copy,
             tensor.__getitem__: self._getitem,
             tensor.__setitem__: self._setitem,
+            # These read only the other tensor's size, so its device does not matter.
+            tensor.expand_as: self._sized_like,
+            tensor.view_as: self._sized_like,
+            tensor.reshape_as: self._sized_like,
+            tensor.type_as: self._type_as,
         }
         for func, handler in (extra_handlers or {}).items():
             self._handlers[func] = functools.partial(handler, self)
@@ -257,8 +269,10 @@ class SimulatedDeviceMode(TorchFunctionMode):
         source = simulation.inputs_device(func, tensors_in((args, kwargs)))
         if explicit is not None and explicit.type == simulation.backend.type:
             kwargs = dict(kwargs, device=CPU)
-        result = func(*args, **kwargs)
         target = explicit if explicit is not None else source
+        if kwargs.get("generator") is not None:
+            simulation.check_generator(kwargs["generator"], target)
+        result = func(*args, **kwargs)
         return result if target is None else simulation.tag_tree(result, target)
 
     def move(self, tensor: torch.Tensor, target: torch.device, dtype=None, copy=False, **options):
@@ -308,6 +322,14 @@ class SimulatedDeviceMode(TorchFunctionMode):
                 f"cannot pin '{args[0].type()}' only dense CPU tensors can be pinned ({self.simulation.backend.label})"
             )
         return args[0].clone()
+
+    def _sized_like(self, func, args, kwargs):
+        return self.simulation.tag_tree(func(*args, **kwargs), self.simulation.device_of(args[0]))
+
+    def _type_as(self, func, args, kwargs):
+        """``a.type_as(b)`` is ``a.to(b.options())``: b's dtype and device."""
+        other = args[1]
+        return self.move(args[0], self.simulation.device_of(other), other.dtype)
 
     def _copy(self, func, args, kwargs):
         func(*args, **kwargs)
