@@ -318,8 +318,11 @@ class SimulatedDeviceMode(TorchFunctionMode):
 
     def _pin_memory(self, func, args, kwargs):
         if self.simulation.is_tagged(args[0]):
+            scalar = args[0].type()[len("torch.") : -len("Tensor")]  # torch.FloatTensor -> Float
+            device_type = self.simulation.backend.type.upper()
             raise RuntimeError(
-                f"cannot pin '{args[0].type()}' only dense CPU tensors can be pinned ({self.simulation.backend.label})"
+                f"cannot pin '{device_type}{scalar}Type' only dense CPU tensors can be pinned "
+                f"({self.simulation.backend.label})"
             )
         return args[0].clone()
 
