@@ -19,6 +19,13 @@ def test_placement_moves_and_creates_on_the_device(device):
     assert model(x).cpu().device.type == "cpu"
 
 
+def test_an_int_device_is_an_index_on_the_accelerator(device):
+    model = torch.nn.Linear(2, 1).to(0)
+    assert model.weight.device == device
+    assert torch.ones(2).to(0).device == device
+    assert torch.ones(2, device=0).device == device
+
+
 def test_a_cpu_tensor_in_a_device_op_raises(device):
     with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
         torch.ones(3, device=device) + torch.ones(3)

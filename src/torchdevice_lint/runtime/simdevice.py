@@ -13,14 +13,17 @@ or ``mps:0`` (see :mod:`.simulated`):
 * ``x.device``, ``x.is_cuda``/``x.is_mps``, ``x.get_device()`` report the virtual device;
 * an operation that combines a tagged tensor with an untagged one of one dimension or more raises
   the ``RuntimeError`` the device raises, ``.numpy()`` on a tagged tensor the ``TypeError``;
-* ``simmps`` refuses float64 with MPS's own ``TypeError``, and behaves like a Mac without CUDA
-  (``torch.cuda.is_available()`` is False, ``.cuda()`` raises); ``simcuda`` has no MPS;
+* ``simmps`` refuses float64 with MPS's own ``TypeError`` and the operators MPS has no kernel
+  for (:mod:`.mps_kernels`), and behaves like a Mac without CUDA (``torch.cuda.is_available()``
+  is False, ``.cuda()`` raises); ``simcuda`` has no MPS and reads as a CUDA build;
 * the backend module (``torch.cuda`` or ``torch.mps``/``torch.backends.mps``) and
   ``torch.accelerator`` report one available device; events and synchronisation are host-side
-  stand-ins; ``torch.load``/``torch.save`` keep the virtual location of storages.
+  stand-ins; ``torch.load``/``torch.save`` keep the virtual location of storages; device
+  generators, autocast dtypes (:mod:`.simulated_amp`) and one-GPU ``DataParallel``
+  (:mod:`.simulated_parallel`) work as on the device.
 
-Nothing here models numerics (no fp16 autocast), streams, or memory; docs/simulated-devices.md
-lists what each simulation models and what it does not.
+Numerics, streams and memory are not modelled; docs/simulated-devices.md has the fidelity table
+(what each simulation does against the real device) and what is not modelled.
 
 Run a program under one with
 ``python -m torchdevice_lint.runtime.simdevice [--device simmps] program.py [args]``, or use
@@ -141,6 +144,8 @@ def simulation(leg: str) -> Iterator[Simulation]:
     forget_all_tags()
     with contextlib.ExitStack() as stack:
         stack.callback(forget_all_tags)
+        module, replacements = torch_internals.int_device_parse_to(backend.type)
+        stack.enter_context(_patched(module, replacements))
         mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
         stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
         autocast = AutocastMirror(backend.type)

@@ -9,7 +9,7 @@ simulation is proven on, instead of an ``AttributeError`` in the middle of a use
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import torch
 
@@ -74,6 +74,27 @@ def device_constructors() -> set:
 def parse_to(*args, **kwargs) -> Tuple[Any, Any, bool, Any]:
     """``Tensor.to``'s argument parser: ``(device, dtype, non_blocking, memory_format)``."""
     return _lookup("torch._C._nn", "_parse_to")(*args, **kwargs)
+
+
+def int_device_parse_to(device_type: str) -> Tuple[Any, Dict[str, Callable]]:
+    """``Tensor.to``/``Module.to``'s parser, reading an int device as an index on ``device_type``
+    (the module to patch and its replacement). On a machine with an accelerator ``.to(0)`` is
+    ``cuda:0`` or ``mps:0``; this CPU build has no accelerator to read it as, and raises."""
+    module = importlib.import_module("torch._C._nn")
+    real_parse_to = _lookup("torch._C._nn", "_parse_to")
+
+    def as_device(argument: Any) -> Any:
+        is_index = isinstance(argument, int) and not isinstance(argument, bool)
+        return torch.device(device_type, argument) if is_index else argument
+
+    def parse_to_with_int_devices(*args, **kwargs):
+        if args:
+            args = (as_device(args[0]),) + args[1:]
+        if "device" in kwargs:
+            kwargs = dict(kwargs, device=as_device(kwargs["device"]))
+        return real_parse_to(*args, **kwargs)
+
+    return module, {"_parse_to": parse_to_with_int_devices}
 
 
 def shallow_copy_check() -> Callable:
