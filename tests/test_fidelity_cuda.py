@@ -71,9 +71,22 @@ def test_events_time_and_streams_synchronize(cuda_device):
 
 def test_memory_counters_are_byte_counts(cuda_device):
     torch.cuda.reset_peak_memory_stats()
-    for counter in (torch.cuda.memory_allocated, torch.cuda.max_memory_allocated, torch.cuda.memory_reserved):
+    torch.cuda.reset_max_memory_allocated()
+    torch.cuda.reset_accumulated_memory_stats()
+    for counter in (torch.cuda.memory_allocated, torch.cuda.max_memory_allocated, torch.cuda.memory_reserved, torch.cuda.max_memory_reserved):
         assert isinstance(counter(), int) and counter() >= 0
+    assert torch.cuda.memory_stats()["allocated_bytes.all.peak"] >= 0
+    assert isinstance(torch.cuda.memory_summary(), str)
+    assert 0 < torch.cuda.get_per_process_memory_fraction() <= 1
     torch.cuda.empty_cache()
+
+
+def test_the_device_context_selects_device_0(cuda_device):
+    with torch.cuda.device(0) as selected:
+        assert isinstance(selected, torch.cuda.device)
+        assert torch.ones(1, device="cuda").device == cuda_device
+    with torch.cuda.device(None):
+        assert torch.cuda.current_device() == 0
 
 
 def test_cuda_seeding_is_accepted(cuda_device):

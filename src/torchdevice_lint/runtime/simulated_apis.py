@@ -8,6 +8,7 @@ synchronisation have nothing to wait for, and memory counters read zero.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import time
 from dataclasses import dataclass
@@ -138,14 +139,29 @@ def _noop() -> Callable[..., None]:
     return nothing
 
 
-def _device_context(simulation: Simulation) -> Callable:
-    @contextlib.contextmanager
-    def device(index: Any):
-        """``torch.cuda.device(i)``: only device 0 exists."""
-        simulation.check_index(index)
-        yield
+def _device_type(simulation: Simulation) -> type:
+    class device:
+        """``torch.cuda.device(i)``: a class, as torch's own functions check ``isinstance`` against
+        it; only device 0 exists (-1 or None select nothing, as in torch)."""
 
+        def __init__(self, index: Any) -> None:
+            if index not in (None, -1):
+                simulation.check_index(index)
+            self.idx = 0
+
+        def __enter__(self) -> "device":
+            return self
+
+        def __exit__(self, *exception: Any) -> bool:
+            return False
+
+    device.__module__ = "torch.cuda"
     return device
+
+
+def _zero_memory_stats(device: Any = None) -> Dict[str, int]:
+    """``torch.cuda.memory_stats``: every counter reads zero, whichever key a program asks for."""
+    return collections.defaultdict(int)
 
 
 _LEGACY_DTYPES = {
@@ -255,7 +271,7 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "init": _noop(),
         "synchronize": lambda device=None: check(device),
         "set_device": lambda device: check(device),
-        "device": _device_context(simulation),
+        "device": _device_type(simulation),
         "get_device_name": lambda device=None: (check(device), simulation.backend.label)[1],
         "get_device_properties": properties,
         "get_device_capability": lambda device=None: (properties(device).major, properties(device).minor),
@@ -271,6 +287,14 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "max_memory_allocated": lambda device=None: 0,
         "memory_allocated": lambda device=None: 0,
         "memory_reserved": lambda device=None: 0,
+        "memory_stats": _zero_memory_stats,
+        "memory_summary": lambda device=None, abbreviated=False: f"{simulation.backend.label}: no memory is allocated",
+        "reset_max_memory_allocated": lambda device=None: check(device),
+        "reset_accumulated_memory_stats": lambda device=None: check(device),
+        "reset_max_memory_cached": lambda device=None: check(device),
+        "get_per_process_memory_fraction": lambda device=None: 1.0,
+        "set_per_process_memory_fraction": lambda fraction, device=None: check(device),
+        "is_current_stream_capturing": lambda: False,
         "is_bf16_supported": lambda including_emulation=True: True,
         # Random numbers on the simulated device come from the CPU generator, which
         # torch.manual_seed seeds; seeding "the device" changes nothing else, as on a GPU.
