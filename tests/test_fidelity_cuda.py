@@ -89,7 +89,7 @@ def test_the_device_context_selects_device_0(cuda_device):
         assert torch.cuda.current_device() == 0
 
 
-def test_cuda_seeding_is_accepted(cuda_device):
+def test_cuda_seeding_keeps_device_random_numbers_reproducible(cuda_device):
     torch.cuda.manual_seed_all(0)
     torch.manual_seed(1)
     first = torch.randn(2, device=cuda_device)
