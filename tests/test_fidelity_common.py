@@ -69,12 +69,14 @@ def test_pinning_a_device_tensor_is_refused(device):
         torch.ones(2, device=device).pin_memory()
 
 
-def test_a_pinned_data_loader_feeds_the_device(device):
+@pytest.mark.parametrize("workers", [0, 1], ids=["pinned-in-the-main-thread", "pinned-in-its-own-thread"])
+def test_a_pinned_data_loader_feeds_the_device(device, workers):
     dataset = torch.utils.data.TensorDataset(torch.randn(4, 2))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=2, pin_memory=True, num_workers=workers)
     on_mps = device.type == "mps"
     warning = pytest.warns(UserWarning, match="not supported on MPS") if on_mps else contextlib.nullcontext()
     with warning:
-        (batch,) = next(iter(torch.utils.data.DataLoader(dataset, batch_size=2, pin_memory=True)))
+        (batch,) = next(iter(loader))
     assert batch.to(device, non_blocking=True).device == device
 
 

@@ -46,7 +46,7 @@ from .checkpoints import simulated_load, simulated_save
 from .mps_kernels import missing_kernel_check
 from .simulated_amp import AutocastMirror
 from .simulated_parallel import parallel_patches
-from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags
+from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_pin_memory
 
 MPS_FLOAT64_ERROR = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
@@ -65,10 +65,11 @@ DEVICE_NAME = SIMCUDA.label
 
 @contextlib.contextmanager
 def _patched(module: Any, replacements: Dict[str, Any]) -> Iterator[None]:
-    """Replace attributes of ``module`` for the duration; attributes this torch lacks are
-    added and removed again."""
+    """Replace attributes of ``module`` (a module or a class) for the duration; attributes it
+    does not hold itself (this torch lacks them, or a class inherits them) are added and removed
+    again."""
     missing = object()
-    originals = {name: getattr(module, name, missing) for name in replacements}
+    originals = {name: vars(module).get(name, missing) for name in replacements}
     try:
         for name, value in replacements.items():
             setattr(module, name, value)
@@ -163,6 +164,7 @@ def simulation(leg: str) -> Iterator[Simulation]:
                 },
             )
         )
+        stack.enter_context(_patched(torch.Tensor, {"pin_memory": simulated_pin_memory(active)}))
         stack.enter_context(mode)
         if backend.type == "mps":
             stack.enter_context(missing_kernel_check(active))

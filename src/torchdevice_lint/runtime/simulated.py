@@ -211,7 +211,6 @@ class SimulatedDeviceMode(TorchFunctionMode):
             tensor.cpu: self._cpu,
             tensor.numpy: self._numpy,
             tensor.__array__: self._numpy,
-            tensor.pin_memory: self._pin_memory,
             tensor.get_device: lambda func, args, kwargs: 0 if simulation.is_tagged(args[0]) else -1,
             tensor.copy_: self._copy,
             tensor.__getitem__: self._getitem,
@@ -316,16 +315,6 @@ class SimulatedDeviceMode(TorchFunctionMode):
             )
         return func(*args, **kwargs)
 
-    def _pin_memory(self, func, args, kwargs):
-        if self.simulation.is_tagged(args[0]):
-            scalar = args[0].type()[len("torch.") : -len("Tensor")]  # torch.FloatTensor -> Float
-            device_type = self.simulation.backend.type.upper()
-            raise RuntimeError(
-                f"cannot pin '{device_type}{scalar}Type' only dense CPU tensors can be pinned "
-                f"({self.simulation.backend.label})"
-            )
-        return args[0].clone()
-
     def _sized_like(self, func, args, kwargs):
         return self.simulation.tag_tree(func(*args, **kwargs), self.simulation.device_of(args[0]))
 
@@ -350,3 +339,22 @@ class SimulatedDeviceMode(TorchFunctionMode):
         if isinstance(value, torch.Tensor):
             self.simulation.inputs_device(func, [tensor, value])
         return func(*args, **kwargs)
+
+
+def simulated_pin_memory(simulation: Simulation) -> Callable:
+    """``Tensor.pin_memory`` under a simulation: a device tensor is refused as torch refuses it,
+    a CPU tensor is copied (this build cannot pin). It replaces the method itself rather than
+    going through the mode, because ``DataLoader(pin_memory=True)`` pins in a thread of its own,
+    where the thread-local mode is not active."""
+
+    def pin_memory(tensor: torch.Tensor, device: Any = None) -> torch.Tensor:
+        if simulation.is_tagged(tensor):
+            scalar = torch.empty(0, dtype=tensor.dtype).type()[len("torch.") : -len("Tensor")]
+            device_type = simulation.backend.type.upper()
+            raise RuntimeError(
+                f"cannot pin '{device_type}{scalar}Type' only dense CPU tensors can be pinned "
+                f"({simulation.backend.label})"
+            )
+        return tensor.clone()
+
+    return pin_memory
