@@ -145,30 +145,35 @@ def simulation(leg: str) -> Iterator[Simulation]:
     forget_all_tags()
     with contextlib.ExitStack() as stack:
         stack.callback(forget_all_tags)
-        module, replacements = torch_internals.int_device_parse_to(backend.type)
-        stack.enter_context(_patched(module, replacements))
-        mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
-        stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
-        autocast = AutocastMirror(backend.type)
-        stack.callback(autocast.restore)
-        stack.enter_context(_patched(torch, autocast.patches()))
-        stack.enter_context(
-            _patched(
-                torch,
-                {
-                    "load": simulated_load(active, torch.load),
-                    "save": simulated_save(active, torch.save),
-                    "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
-                    "set_default_device": _default_device(torch.set_default_device, mode),
-                    "Generator": apis.generator_type(active),
-                },
-            )
-        )
-        stack.enter_context(_patched(torch.Tensor, {"pin_memory": simulated_pin_memory(active)}))
-        stack.enter_context(mode)
+        stack.enter_context(_patch_torch(stack, active))
         if backend.type == "mps":
             stack.enter_context(missing_kernel_check(active))
         yield active
+
+
+def _patch_torch(stack: contextlib.ExitStack, active: Simulation) -> SimulatedDeviceMode:
+    """Enter every patch of torch ``active`` needs on ``stack``; returns the mode, not entered."""
+    module, replacements = torch_internals.int_device_parse_to(active.backend.type)
+    stack.enter_context(_patched(module, replacements))
+    mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
+    stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
+    autocast = AutocastMirror(active.backend.type)
+    stack.callback(autocast.restore)
+    stack.enter_context(_patched(torch, autocast.patches()))
+    stack.enter_context(
+        _patched(
+            torch,
+            {
+                "load": simulated_load(active, torch.load),
+                "save": simulated_save(active, torch.save),
+                "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
+                "set_default_device": _default_device(torch.set_default_device, mode),
+                "Generator": apis.generator_type(active),
+            },
+        )
+    )
+    stack.enter_context(_patched(torch.Tensor, {"pin_memory": simulated_pin_memory(active)}))
+    return mode
 
 
 def simulated_cuda() -> "contextlib.AbstractContextManager[torch.device]":
