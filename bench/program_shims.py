@@ -1,9 +1,10 @@
 """Stand-ins that let real training scripts run for a few steps without their data or extras.
 
 * ``torchvision``: ``datasets.MNIST``/``FashionMNIST``/``CIFAR10``/``CIFAR100`` hold random images
-  of the real data set's size and shape (nothing is downloaded), ``transforms`` convert and
-  normalise them as torchvision does (``ToTensor``, ``Normalize``, ``Resize``; augmentations leave
-  images unchanged), ``utils.save_image`` writes nothing;
+  of the real data set's size and shape (nothing is downloaded), ``FakeData`` those of the size
+  asked; ``transforms`` convert and normalise them as torchvision does (``ToTensor``,
+  ``Normalize``, ``Resize``; augmentations leave images unchanged), ``utils.save_image`` writes
+  nothing;
 * every ``DataLoader`` pass yields its first ``BATCHES_PER_PASS`` batches only (``len`` is kept);
 * ``visdom`` and ``matplotlib`` accept every call and draw nothing;
 * ``short_range`` is ``range`` with long loops cut to a few iterations (a 50000-epoch loop runs
@@ -93,6 +94,15 @@ class _CIFAR100(_CIFAR10):
     classes = 100
 
 
+class _FakeData(_SyntheticImages):
+    """``datasets.FakeData``: random images of the size asked for (channels first, as given)."""
+
+    def __init__(self, size=1000, image_size=(3, 224, 224), num_classes=10, transform=None, target_transform=None, **_):
+        channels, height, width = image_size
+        self.image_shape, self.classes, self.sizes = (height, width, channels), num_classes, (size, size)
+        super().__init__(train=True, transform=transform, target_transform=target_transform)
+
+
 def _to_tensor(image) -> torch.Tensor:
     """torchvision's ``ToTensor``: HxW or HxWxC uint8 to CxHxW float in [0, 1]."""
     image = torch.as_tensor(image)
@@ -156,7 +166,7 @@ def _torchvision() -> types.ModuleType:
     torchvision.__path__ = []  # a package, so that "from torchvision.x import y" works
     datasets = types.ModuleType("torchvision.datasets")
     datasets.MNIST = datasets.FashionMNIST = _MNIST
-    datasets.CIFAR10, datasets.CIFAR100 = _CIFAR10, _CIFAR100
+    datasets.CIFAR10, datasets.CIFAR100, datasets.FakeData = _CIFAR10, _CIFAR100, _FakeData
     utils = types.ModuleType("torchvision.utils")
     utils.save_image = lambda *args, **kwargs: None
     utils.make_grid = lambda tensor, *args, **kwargs: tensor

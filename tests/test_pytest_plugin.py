@@ -5,6 +5,7 @@ import pytest
 # Imported here so that pytester's in-process runs find torch already loaded: they drop modules
 # first imported during a run, and torch cannot be imported a second time in one process.
 import torch  # noqa: F401
+import torch._dynamo  # noqa: F401  (the simmps leg's dispatch mode imports it on first use)
 
 pytest_plugins = ["pytester"]
 
@@ -96,7 +97,7 @@ def test_a_users_own_fixture_wins(pytester):
     result.assert_outcomes(passed=1)
 
 
-def test_namespaced_marker_skips_and_cuda_deselects_the_legs(pytester):
+def test_namespaced_marker_skips_and_deselects_the_cuda_legs(pytester):
     pytester.makepyfile(
         DEVICE_TEST
         + """
@@ -110,13 +111,14 @@ def test_needs_gpu():
     skipped = pytester.runpytest("-rs")
     skipped.assert_outcomes(passed=1, skipped=2)
     skipped.stdout.fnmatch_lines(["*needs CUDA: CUDA is not available*"])
-    deselected = pytester.runpytest("-m", "not cuda")
-    deselected.assert_outcomes(passed=1, skipped=1, deselected=1)
-    assert "torchdevice_cuda" in pytester.runpytest("--markers").stdout.str()
+    deselected = pytester.runpytest("-m", "not torchdevice_cuda")
+    deselected.assert_outcomes(passed=1, deselected=2)
+    markers = pytester.runpytest("--markers").stdout.str()
+    assert "@pytest.mark.torchdevice_cuda:" in markers
+    assert "@pytest.mark.cuda:" not in markers
 
 
-def test_another_projects_cuda_marker_is_left_alone(pytester):
-    pytester.makeini("[pytest]\nmarkers =\n    cuda: this project's own meaning\n")
+def test_a_projects_unregistered_cuda_marker_still_fails_strict_markers(pytester):
     pytester.makepyfile(
         """
         import pytest
@@ -126,9 +128,28 @@ def test_another_projects_cuda_marker_is_left_alone(pytester):
             pass
         """
     )
-    result = pytester.runpytest("-v", "--strict-markers")
+    result = pytester.runpytest("--strict-markers", "--torchdevice-devices=cpu,simcuda")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*'cuda' not found in `markers` configuration option*"])
+
+
+def test_a_projects_own_cuda_marker_keeps_its_meaning(pytester):
+    """The project's ``cuda`` marker selects its own tests only; the plugin neither skips them
+    nor puts the mark on its legs."""
+    pytester.makeini("[pytest]\nmarkers =\n    cuda: this project's own meaning\n")
+    pytester.makepyfile(
+        DEVICE_TEST
+        + """
+import pytest
+
+@pytest.mark.cuda
+def test_theirs():
+    pass
+"""
+    )
+    result = pytester.runpytest("-v", "--strict-markers", "-m", "cuda")
     result.stdout.fnmatch_lines(["*test_theirs PASSED*"])
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, deselected=2)
 
 
 @pytest.mark.parametrize("how", ["option", "environment"])

@@ -11,8 +11,9 @@
   A project's own ``torch_device`` fixture overrides this one.
 * ``torch_device_name`` is the leg's name as listed (``"cuda"``, ``"simcuda"``).
 * ``@pytest.mark.torchdevice_cuda`` skips a test unless CUDA is available. The ``cuda`` legs of
-  ``torch_device`` carry it and the plain ``cuda`` mark, so ``-m "not cuda"`` deselects them; a
-  ``cuda`` mark the plugin did not put on a ``torch_device`` leg is left to its project.
+  ``torch_device`` carry it, so ``-m "not torchdevice_cuda"`` deselects them. The plugin
+  registers no other marker and reads no other: a project's own ``cuda`` marker stays its own
+  (unregistered, ``--strict-markers`` still rejects it).
 
 The plugin is loaded into every pytest run once the package is installed, so torch is imported
 only when a test asks for a device.
@@ -32,10 +33,7 @@ SIMULATED_DEVICES = ("simcuda", "simmps")
 TORCH_DEVICE_TYPES = ("cpu", "cuda", "mps", "xpu", "hpu", "npu", "xla", "mtia", "meta")
 ENVIRONMENT_VARIABLE = "TORCHDEVICE_DEVICES"
 MARK = "torchdevice_cuda"
-_MARKERS = (
-    f"{MARK}: the test needs a CUDA device; skipped when torch.cuda.is_available() is False",
-    "cuda: carried by the cuda legs of the torch_device fixture (torchdevice-lint skips only those)",
-)
+MARKER_HELP = f"{MARK}: the test needs a CUDA device; skipped when torch.cuda.is_available() is False"
 _LEG = re.compile(r"^(?P<type>[a-z_]+)(?::(?P<index>\d+))?$")
 
 
@@ -58,8 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for line in _MARKERS:
-        config.addinivalue_line("markers", line)
+    config.addinivalue_line("markers", MARKER_HELP)
     device_legs(config)  # a misspelled leg fails the run before collection
 
 
@@ -96,7 +93,7 @@ def _is_cuda_leg(name: str) -> bool:
     return name == "cuda" or name.startswith("cuda:")
 
 
-_CUDA_LEG_MARKS = (getattr(pytest.mark, MARK), pytest.mark.cuda)
+_CUDA_LEG_MARK = getattr(pytest.mark, MARK)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -107,7 +104,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     legs = device_legs(metafunc.config)
     metafunc.parametrize(
         "torch_device_name",
-        [pytest.param(name, marks=_CUDA_LEG_MARKS) if _is_cuda_leg(name) else name for name in legs],
+        [pytest.param(name, marks=_CUDA_LEG_MARK) if _is_cuda_leg(name) else name for name in legs],
         ids=legs,
         scope="function",
     )

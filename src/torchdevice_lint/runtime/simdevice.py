@@ -13,14 +13,17 @@ or ``mps:0`` (see :mod:`.simulated`):
 * ``x.device``, ``x.is_cuda``/``x.is_mps``, ``x.get_device()`` report the virtual device;
 * an operation that combines a tagged tensor with an untagged one of one dimension or more raises
   the ``RuntimeError`` the device raises, ``.numpy()`` on a tagged tensor the ``TypeError``;
-* ``simmps`` refuses float64 with MPS's own ``TypeError``, and behaves like a Mac without CUDA
-  (``torch.cuda.is_available()`` is False, ``.cuda()`` raises); ``simcuda`` has no MPS;
+* ``simmps`` refuses float64 with MPS's own ``TypeError`` and the operators MPS has no kernel
+  for (:mod:`.mps_kernels`), and behaves like a Mac without CUDA (``torch.cuda.is_available()``
+  is False, ``.cuda()`` raises); ``simcuda`` has no MPS and reads as a CUDA build;
 * the backend module (``torch.cuda`` or ``torch.mps``/``torch.backends.mps``) and
   ``torch.accelerator`` report one available device; events and synchronisation are host-side
-  stand-ins; ``torch.load``/``torch.save`` keep the virtual location of storages.
+  stand-ins; ``torch.load``/``torch.save`` keep the virtual location of storages; device
+  generators, autocast dtypes (:mod:`.simulated_amp`) and one-GPU ``DataParallel``
+  (:mod:`.simulated_parallel`) work as on the device.
 
-Nothing here models numerics (no fp16 autocast), streams, or memory; docs/simulated-devices.md
-lists what each simulation models and what it does not.
+Numerics, streams and memory are not modelled; docs/simulated-devices.md has the fidelity table
+(what each simulation does against the real device) and what is not modelled.
 
 Run a program under one with
 ``python -m torchdevice_lint.runtime.simdevice [--device simmps] program.py [args]``, or use
@@ -38,7 +41,12 @@ from typing import Any, Dict, Iterator
 import torch
 
 from . import simulated_apis as apis
-from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_load, simulated_save
+from . import torch_internals
+from .checkpoints import simulated_load, simulated_save
+from .mps_kernels import missing_kernel_check
+from .simulated_amp import AutocastMirror
+from .simulated_parallel import parallel_patches
+from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_pin_memory
 
 MPS_FLOAT64_ERROR = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "
@@ -57,10 +65,11 @@ DEVICE_NAME = SIMCUDA.label
 
 @contextlib.contextmanager
 def _patched(module: Any, replacements: Dict[str, Any]) -> Iterator[None]:
-    """Replace attributes of ``module`` for the duration; attributes this torch lacks are
-    added and removed again."""
+    """Replace attributes of ``module`` (a module or a class) for the duration; attributes it
+    does not hold itself (this torch lacks them, or a class inherits them) are added and removed
+    again."""
     missing = object()
-    originals = {name: getattr(module, name, missing) for name in replacements}
+    originals = {name: vars(module).get(name, missing) for name in replacements}
     try:
         for name, value in replacements.items():
             setattr(module, name, value)
@@ -104,6 +113,9 @@ def _backend_patches(stack: contextlib.ExitStack, simulation: Simulation) -> Dic
     """Patch the backend modules for ``simulation``; the Tensor methods it handles itself."""
     if simulation.backend.type == "cuda":
         stack.enter_context(_patched(torch.cuda, apis.cuda_patches(simulation)))
+        for module, replacements in apis.cuda_build_patches().items():
+            stack.enter_context(_patched(module, replacements))
+        stack.enter_context(_patched(torch_internals.scatter_gather_module(), parallel_patches(simulation)))
         return {torch.Tensor.cuda: apis.tensor_cuda, torch.Tensor.type: apis.tensor_type}
     stack.enter_context(_patched(torch.cuda, apis.cuda_absent_patches()))
     stack.enter_context(_patched(torch.mps, apis.mps_patches(simulation)))
@@ -124,7 +136,8 @@ def simulation(leg: str) -> Iterator[Simulation]:
     """``simulated_device`` yielding the :class:`Simulation`, whose ``placements`` tell
     whether the program put anything on the device."""
     backend = BACKENDS[leg]
-    if backend.type == "cuda" and torch.cuda._is_compiled() and torch.cuda.device_count() > 0:
+    torch_internals.require()
+    if backend.type == "cuda" and torch_internals.cuda_is_compiled() and torch.cuda.device_count() > 0:
         raise RuntimeError("a real CUDA device is present; simulating one would hide it")
     if backend.type == "mps" and torch.backends.mps.is_available():
         raise RuntimeError("a real MPS device is present; simulating one would hide it")
@@ -132,21 +145,35 @@ def simulation(leg: str) -> Iterator[Simulation]:
     forget_all_tags()
     with contextlib.ExitStack() as stack:
         stack.callback(forget_all_tags)
-        mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
-        stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
-        stack.enter_context(
-            _patched(
-                torch,
-                {
-                    "load": simulated_load(active, torch.load),
-                    "save": simulated_save(active, torch.save),
-                    "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
-                    "set_default_device": _default_device(torch.set_default_device, mode),
-                },
-            )
-        )
-        stack.enter_context(mode)
+        stack.enter_context(_patch_torch(stack, active))
+        if backend.type == "mps":
+            stack.enter_context(missing_kernel_check(active))
         yield active
+
+
+def _patch_torch(stack: contextlib.ExitStack, active: Simulation) -> SimulatedDeviceMode:
+    """Enter every patch of torch ``active`` needs on ``stack``; returns the mode, not entered."""
+    module, replacements = torch_internals.int_device_parse_to(active.backend.type)
+    stack.enter_context(_patched(module, replacements))
+    mode = SimulatedDeviceMode(active, _backend_patches(stack, active))
+    stack.enter_context(_patched(torch.accelerator, apis.accelerator_patches(active)))
+    autocast = AutocastMirror(active.backend.type)
+    stack.callback(autocast.restore)
+    stack.enter_context(_patched(torch, autocast.patches()))
+    stack.enter_context(
+        _patched(
+            torch,
+            {
+                "load": simulated_load(active, torch.load),
+                "save": simulated_save(active, torch.save),
+                "set_default_tensor_type": _default_tensor_type(torch.set_default_tensor_type, mode),
+                "set_default_device": _default_device(torch.set_default_device, mode),
+                "Generator": apis.generator_type(active),
+            },
+        )
+    )
+    stack.enter_context(_patched(torch.Tensor, {"pin_memory": simulated_pin_memory(active)}))
+    return mode
 
 
 def simulated_cuda() -> "contextlib.AbstractContextManager[torch.device]":

@@ -25,7 +25,8 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._device import _device_constructors
+
+from . import torch_internals
 
 CPU = torch.device("cpu")
 
@@ -185,6 +186,13 @@ class Simulation:
                 raise self.same_device_error(found, device, func)
         return found
 
+    def check_generator(self, generator: Any, target: Optional[torch.device]) -> None:
+        """Random numbers for a device come from a generator of that device, as on real hardware
+        (a CUDA generator handed to ``DataLoader``'s CPU ``randperm`` raises too)."""
+        expected, found = (target or CPU).type, generator.device.type
+        if found != expected:
+            raise RuntimeError(f"Expected a '{expected}' device type for generator but found '{found}'")
+
 
 class SimulatedDeviceMode(TorchFunctionMode):
     """Tracks the virtual device of every tensor that passes through a torch function.
@@ -197,22 +205,26 @@ class SimulatedDeviceMode(TorchFunctionMode):
         tensor = torch.Tensor
         self.simulation = simulation
         self.default_device: Optional[torch.device] = None
-        self._factories = _device_constructors()
+        self._factories = torch_internals.device_constructors()
         self._handlers: Dict[Any, Callable] = {
             tensor.to: self._to,
             tensor.cpu: self._cpu,
             tensor.numpy: self._numpy,
             tensor.__array__: self._numpy,
-            tensor.pin_memory: self._pin_memory,
             tensor.get_device: lambda func, args, kwargs: 0 if simulation.is_tagged(args[0]) else -1,
             tensor.copy_: self._copy,
             tensor.__getitem__: self._getitem,
             tensor.__setitem__: self._setitem,
+            # These read only the other tensor's size, so its device does not matter.
+            tensor.expand_as: self._sized_like,
+            tensor.view_as: self._sized_like,
+            tensor.reshape_as: self._sized_like,
+            tensor.type_as: self._type_as,
         }
         for func, handler in (extra_handlers or {}).items():
             self._handlers[func] = functools.partial(handler, self)
         # Functions that compare or relate tensors without computing on them together.
-        self._cross_device = {torch._has_compatible_shallow_copy_type, tensor.is_set_to, tensor.untyped_storage}
+        self._cross_device = {torch_internals.shallow_copy_check(), tensor.is_set_to, tensor.untyped_storage}
         device_type = simulation.backend.type
         self._getters: Dict[str, Callable[[torch.Tensor], Any]] = {
             "device": simulation.device_of,
@@ -256,8 +268,10 @@ class SimulatedDeviceMode(TorchFunctionMode):
         source = simulation.inputs_device(func, tensors_in((args, kwargs)))
         if explicit is not None and explicit.type == simulation.backend.type:
             kwargs = dict(kwargs, device=CPU)
-        result = func(*args, **kwargs)
         target = explicit if explicit is not None else source
+        if kwargs.get("generator") is not None:
+            simulation.check_generator(kwargs["generator"], target)
+        result = func(*args, **kwargs)
         return result if target is None else simulation.tag_tree(result, target)
 
     def move(self, tensor: torch.Tensor, target: torch.device, dtype=None, copy=False, **options):
@@ -283,7 +297,7 @@ class SimulatedDeviceMode(TorchFunctionMode):
             return self.move(tensor, self.simulation.device_of(other), other.dtype, **options)
         kwargs = dict(kwargs)
         copy = kwargs.pop("copy", False)
-        device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*rest, **kwargs)
+        device, dtype, non_blocking, memory_format = torch_internals.parse_to(*rest, **kwargs)
         target = self.simulation.resolve(device) or self.simulation.device_of(tensor)
         options = {"non_blocking": non_blocking, "copy": copy}
         if memory_format is not None:
@@ -301,12 +315,13 @@ class SimulatedDeviceMode(TorchFunctionMode):
             )
         return func(*args, **kwargs)
 
-    def _pin_memory(self, func, args, kwargs):
-        if self.simulation.is_tagged(args[0]):
-            raise RuntimeError(
-                f"cannot pin '{args[0].type()}' only dense CPU tensors can be pinned ({self.simulation.backend.label})"
-            )
-        return args[0].clone()
+    def _sized_like(self, func, args, kwargs):
+        return self.simulation.tag_tree(func(*args, **kwargs), self.simulation.device_of(args[0]))
+
+    def _type_as(self, func, args, kwargs):
+        """``a.type_as(b)`` is ``a.to(b.options())``: b's dtype and device."""
+        other = args[1]
+        return self.move(args[0], self.simulation.device_of(other), other.dtype)
 
     def _copy(self, func, args, kwargs):
         func(*args, **kwargs)
@@ -326,96 +341,20 @@ class SimulatedDeviceMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-_SAVED_POINTERS_ATTRIBUTE = "_torchdevice_lint_simulated_storages"
+def simulated_pin_memory(simulation: Simulation) -> Callable:
+    """``Tensor.pin_memory`` under a simulation: a device tensor is refused as torch refuses it,
+    a CPU tensor is copied (this build cannot pin). It replaces the method itself rather than
+    going through the mode, because ``DataLoader(pin_memory=True)`` pins in a thread of its own,
+    where the thread-local mode is not active."""
 
+    def pin_memory(tensor: torch.Tensor, device: Any = None) -> torch.Tensor:
+        if simulation.is_tagged(tensor):
+            scalar = torch.empty(0, dtype=tensor.dtype).type()[len("torch.") : -len("Tensor")]
+            device_type = simulation.backend.type.upper()
+            raise RuntimeError(
+                f"cannot pin '{device_type}{scalar}Type' only dense CPU tensors can be pinned "
+                f"({simulation.backend.label})"
+            )
+        return tensor.clone()
 
-def _simulated_location(pointers: "Dict[int, str]", storage) -> Optional[str]:
-    if isinstance(storage, torch.UntypedStorage):
-        return pointers.get(storage.data_ptr())
-    return None
-
-
-def _saved_pointers() -> "Dict[int, str]":
-    """Storages of tagged tensors in the object a simulated ``torch.save`` is writing, with the
-    location a real device would record (``cuda:0``, ``mps:0``).
-
-    torch cannot unregister a location tagger, so one is registered per process and its mapping
-    is kept on ``torch.serialization``, which outlives re-imports of this module (pytester drops
-    and re-imports it); the mapping is empty, and the tagger inert, outside a simulated save."""
-    pointers = getattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, None)
-    if pointers is None:
-        pointers = {}
-        setattr(torch.serialization, _SAVED_POINTERS_ATTRIBUTE, pointers)
-        torch.serialization.register_package(
-            1,  # ahead of torch's own cpu tagger (priority 10)
-            functools.partial(_simulated_location, pointers),
-            lambda storage, location: None,
-        )
-    return pointers
-
-
-def saved_tensors(obj: Any) -> Iterator[torch.Tensor]:
-    """The tensors ``torch.save``/``torch.load`` handle: those in nested containers, and the
-    parameters and buffers of modules among them."""
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            yield item
-        elif isinstance(item, torch.nn.Module):
-            yield from item.parameters()
-            yield from item.buffers()
-        elif isinstance(item, (tuple, list)):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-
-
-def simulated_save(simulation: Simulation, real_save: Callable) -> Callable:
-    @functools.wraps(real_save)
-    def save(obj, f, *args, **kwargs):
-        pointers = _saved_pointers()
-        location = str(simulation.device)
-        pointers.update(
-            (tensor.untyped_storage().data_ptr(), location)
-            for tensor in saved_tensors(obj)
-            if simulation.is_tagged(tensor)
-        )
-        try:
-            return real_save(obj, f, *args, **kwargs)
-        finally:
-            pointers.clear()
-
-    return save
-
-
-def simulated_load(simulation: Simulation, real_load: Callable) -> Callable:
-    """``torch.load`` that restores storages saved on the simulated device type as tagged CPU
-    tensors, and raises for other devices what this build raises (a CUDA checkpoint under the
-    simulated MPS device fails as on a Mac). ``map_location`` given as a device, string or dict
-    is honoured, a callable one is passed through unchanged."""
-
-    @functools.wraps(real_load)
-    def load(f, map_location=None, *args, **kwargs):
-        if callable(map_location):
-            return real_load(f, map_location, *args, **kwargs)
-        simulated_pointers = set()
-
-        def restore(storage, location: str):
-            if isinstance(map_location, dict):
-                target = map_location.get(location, location)
-            else:
-                target = location if map_location is None else map_location
-            resolved = simulation.resolve(target)
-            if resolved.type == simulation.backend.type:
-                simulated_pointers.add(storage.data_ptr())
-                return storage
-            return torch.serialization.default_restore_location(storage, str(resolved))
-
-        result = real_load(f, restore, *args, **kwargs)
-        for tensor in saved_tensors(result):
-            if tensor.untyped_storage().data_ptr() in simulated_pointers:
-                simulation.set_tag(tensor, simulation.device)
-        return result
-
-    return load
+    return pin_memory

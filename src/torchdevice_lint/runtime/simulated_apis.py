@@ -8,8 +8,10 @@ synchronisation have nothing to wait for, and memory counters read zero.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
 import torch
@@ -75,6 +77,57 @@ def _stream_type(simulation: Simulation) -> type:
     return SimulatedStream
 
 
+@dataclass(frozen=True)
+class SimulatedDeviceProperties:
+    """``torch.cuda.get_device_properties``: an A100-class device (compute capability 8.0, so
+    bfloat16 and TF32 are supported), the figures of an A100 40GB."""
+
+    name: str
+    major: int = 8
+    minor: int = 0
+    total_memory: int = 40 * 1024**3
+    multi_processor_count: int = 108
+    is_integrated: bool = False
+    is_multi_gpu_board: bool = False
+    warp_size: int = 32
+    max_threads_per_multi_processor: int = 2048
+    regs_per_multiprocessor: int = 65536
+    shared_memory_per_block: int = 48 * 1024
+    shared_memory_per_block_optin: int = 163 * 1024
+    shared_memory_per_multiprocessor: int = 164 * 1024
+    L2_cache_size: int = 40 * 1024**2
+
+
+SIMULATED_CUDA_VERSION = "12.8"  # what torch.version.cuda reads under simcuda (a CUDA build)
+SIMULATED_CUDNN_VERSION = 91000
+
+
+def generator_type(simulation: Simulation) -> type:
+    """``torch.Generator`` that can be created on the simulated device. Its numbers come from the
+    CPU algorithm; random functions check its device against their output's, as torch does."""
+
+    real_generator = torch.Generator
+
+    class Generator(real_generator):
+        def __new__(cls, device: Any = "cpu"):
+            resolved = simulation.resolve(device) or CPU
+            if resolved.type not in (CPU.type, simulation.backend.type):
+                return real_generator(device=resolved)  # raises what this build raises
+            generator = super().__new__(cls)
+            generator.simulated_device = resolved
+            return generator
+
+        def __init__(self, device: Any = "cpu") -> None:
+            """The CPU generator under it is made by ``__new__``."""
+
+        @property
+        def device(self) -> torch.device:
+            return self.simulated_device
+
+    Generator.__module__, Generator.__qualname__ = "torch", "Generator"
+    return Generator
+
+
 def _noop() -> Callable[..., None]:
     """A backend call with nothing to do when the device is simulated. Each patched name gets
     its own function: torch._dynamo maps every torch function object to one tracing rule and
@@ -86,14 +139,29 @@ def _noop() -> Callable[..., None]:
     return nothing
 
 
-def _device_context(simulation: Simulation) -> Callable:
-    @contextlib.contextmanager
-    def device(index: Any):
-        """``torch.cuda.device(i)``: only device 0 exists."""
-        simulation.check_index(index)
-        yield
+def _device_type(simulation: Simulation) -> type:
+    class device:
+        """``torch.cuda.device(i)``: a class, as torch's own functions check ``isinstance`` against
+        it; only device 0 exists (-1 or None select nothing, as in torch)."""
 
+        def __init__(self, index: Any) -> None:
+            if index not in (None, -1):
+                simulation.check_index(index)
+            self.idx = 0
+
+        def __enter__(self) -> "device":
+            return self
+
+        def __exit__(self, *exception: Any) -> bool:
+            return False
+
+    device.__module__ = "torch.cuda"
     return device
+
+
+def _zero_memory_stats(device: Any = None) -> Dict[str, int]:
+    """``torch.cuda.memory_stats``: every counter reads zero, whichever key a program asks for."""
+    return collections.defaultdict(int)
 
 
 _LEGACY_DTYPES = {
@@ -179,10 +247,21 @@ def tensor_cuda_missing(mode: SimulatedDeviceMode, func, args, kwargs):
     raise AssertionError("Torch not compiled with CUDA enabled")
 
 
+def _properties_getter(simulation: Simulation) -> Callable[..., SimulatedDeviceProperties]:
+    properties = SimulatedDeviceProperties(name=simulation.backend.label)
+
+    def get_device_properties(device: Any = None) -> SimulatedDeviceProperties:
+        simulation.check_index(device)
+        return properties
+
+    return get_device_properties
+
+
 def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
     """``torch.cuda`` of a machine with one CUDA device."""
     check = simulation.check_index
     stream = _stream_type(simulation)
+    properties = _properties_getter(simulation)
     return {
         **_legacy_cuda_types(simulation),
         "is_available": lambda: True,
@@ -192,9 +271,12 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "init": _noop(),
         "synchronize": lambda device=None: check(device),
         "set_device": lambda device: check(device),
-        "device": _device_context(simulation),
+        "device": _device_type(simulation),
         "get_device_name": lambda device=None: (check(device), simulation.backend.label)[1],
-        "get_device_capability": lambda device=None: (check(device), (8, 0))[1],
+        "get_device_properties": properties,
+        "get_device_capability": lambda device=None: (properties(device).major, properties(device).minor),
+        "mem_get_info": lambda device=None: (properties(device).total_memory,) * 2,
+        "get_arch_list": lambda: ["sm_80"],
         "Event": SimulatedEvent,
         "Stream": stream,
         "current_stream": lambda device=None: stream(device),
@@ -205,7 +287,15 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "max_memory_allocated": lambda device=None: 0,
         "memory_allocated": lambda device=None: 0,
         "memory_reserved": lambda device=None: 0,
-        "is_bf16_supported": lambda including_emulation=True: False,
+        "memory_stats": _zero_memory_stats,
+        "memory_summary": lambda device=None, abbreviated=False: f"{simulation.backend.label}: no memory is allocated",
+        "reset_max_memory_allocated": lambda device=None: check(device),
+        "reset_accumulated_memory_stats": lambda device=None: check(device),
+        "reset_max_memory_cached": lambda device=None: check(device),
+        "get_per_process_memory_fraction": lambda device=None: 1.0,
+        "set_per_process_memory_fraction": lambda fraction, device=None: check(device),
+        "is_current_stream_capturing": lambda: False,
+        "is_bf16_supported": lambda including_emulation=True: True,
         # Random numbers on the simulated device come from the CPU generator, which
         # torch.manual_seed seeds; seeding "the device" changes nothing else, as on a GPU.
         "manual_seed": _noop(),
@@ -217,6 +307,15 @@ def cuda_patches(simulation: Simulation) -> Dict[str, Any]:
         "set_rng_state": lambda state, device="cuda": torch.set_rng_state(state),
         "get_rng_state_all": lambda: [torch.get_rng_state()],
         "set_rng_state_all": lambda states: torch.set_rng_state(states[0]),
+    }
+
+
+def cuda_build_patches() -> Dict[Any, Dict[str, Any]]:
+    """What a CUDA build of torch says about itself, by module."""
+    return {
+        torch.version: {"cuda": SIMULATED_CUDA_VERSION},
+        torch.backends.cuda: {"is_built": lambda: True},
+        torch.backends.cudnn: {"is_available": lambda: True, "version": lambda: SIMULATED_CUDNN_VERSION},
     }
 
 
