@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
+from .app import baseline as baselines
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
@@ -196,6 +197,10 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="report only findings not in FILE (default: `baseline` of [tool.torchdevice-lint])")
+    check.add_argument("--no-baseline", action="store_true", help="report every finding, even with a baseline configured")
+    check.add_argument("--write-baseline", metavar="FILE", help="write every finding to FILE as the baseline, and exit")
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
@@ -256,7 +261,6 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
         ]
-        sources = {source.path: source.text}
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
@@ -267,10 +271,15 @@ def _check_command(args: argparse.Namespace) -> int:
                                            cache=_cache(args, settings, with_edits), on_done=progress.advance))
         finally:
             progress.close()
-        sources = _texts(results)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
-    return _report(results, sources, missing, args)
+    if args.write_baseline:
+        return _write_baseline_command(args.write_baseline, results, missing)
+    filtered = _apply_baseline(args, run, results)
+    if filtered is not None:
+        results = filtered.results
+    sources = {source.path: source.text} if args.paths == ["-"] else _texts(results)
+    return _report(results, sources, missing, args, filtered)
 
 
 def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -278,6 +287,29 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
     for message in list(missing) + [str(r.error) for r in results if r.error is not None] + problems:
         _error(message)
     _error(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
+
+
+def _baseline_file(args: argparse.Namespace, run: Settings) -> Optional[str]:
+    """``--baseline``, else the configured ``baseline`` (relative to its pyproject.toml)."""
+    if args.no_baseline:
+        return None
+    if args.baseline:
+        return args.baseline
+    return os.path.join(run.root, run.baseline) if run.baseline else None
+
+
+def _apply_baseline(args: argparse.Namespace, run: Settings, results: List[FileResult]) -> Optional[baselines.Filtered]:
+    path = _baseline_file(args, run)
+    return None if path is None else baselines.filter_results(baselines.load(path), results)
+
+
+def _write_baseline_command(path: str, results: Sequence[FileResult], missing: Sequence[str]) -> int:
+    previous = baselines.load(path) if os.path.exists(path) else None
+    written = baselines.write(path, results, previous)
+    for message in list(missing) + [str(r.error) for r in results if r.error is not None]:
+        _error(message)
+    _error(f"Wrote {written} finding{'s' if written != 1 else ''} to the baseline {path}.")
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
@@ -294,7 +326,8 @@ def _texts(results: Sequence[FileResult]) -> dict:
     return texts
 
 
-def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace) -> int:
+def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace,
+            filtered: Optional[baselines.Filtered] = None) -> int:
     results = sorted_results(results)
     for message in missing:
         _error(message)
@@ -306,7 +339,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
     else:
         colour = wants_colour(sys.stdout)
     if args.statistics:
-        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS)
+        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS,
+                          baselined=filtered.baselined if filtered else None)
     else:
         text = render(args.output_format, results, sources, colour=colour)
     if args.output_file:
@@ -317,6 +351,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
         sys.stdout.write(text)
     if not (args.quiet or args.statistics or (args.output_format in MACHINE_FORMATS and not args.output_file)):
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
+        if filtered is not None:
+            print(filtered.summary(), file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in results) and not args.exit_zero else EXIT_CLEAN

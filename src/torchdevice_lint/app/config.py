@@ -35,6 +35,7 @@ _KEYS = {
     "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
+    "baseline": "str",
 }
 
 

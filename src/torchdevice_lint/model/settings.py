@@ -74,6 +74,8 @@ class Settings:
     #: CPU seconds one file may take to check or fix before it gets an error and the run goes
     #: on (0: no limit). Generated files can take minutes; no real source file takes seconds.
     per_file_timeout: float = 60.0
+    #: The baseline ``check`` reads (relative to ``root``): findings it holds are not reported.
+    baseline: Optional[str] = None
 
     def __post_init__(self) -> None:
         # Both are written into users' files verbatim: a name that is not an identifier would
