@@ -72,6 +72,9 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings and errors only: no summary, no progress")
     parser.add_argument("--show-settings", action="store_true", help="print the settings the first file is checked with, and exit")
     parser.add_argument("--show-files", action="store_true", help="print the files that would be checked, and exit")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="report only findings not in FILE (default: `baseline` of [tool.torchdevice-lint])")
+    parser.add_argument("--no-baseline", action="store_true", help="report every finding, even with a baseline configured")
 
 
 def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
@@ -197,9 +200,6 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
-    check.add_argument("--baseline", metavar="FILE",
-                       help="report only findings not in FILE (default: `baseline` of [tool.torchdevice-lint])")
-    check.add_argument("--no-baseline", action="store_true", help="report every finding, even with a baseline configured")
     check.add_argument("--write-baseline", metavar="FILE", help="write every finding to FILE as the baseline, and exit")
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
@@ -296,7 +296,10 @@ def _baseline_file(args: argparse.Namespace, run: Settings) -> Optional[str]:
         return None
     if args.baseline:
         return args.baseline
-    return os.path.join(run.root, run.baseline) if run.baseline else None
+    if not run.baseline:
+        return None
+    path = os.path.join(run.root, run.baseline)
+    return os.path.relpath(path) if os.path.abspath(path).startswith(os.getcwd() + os.sep) else path
 
 
 def _apply_baseline(args: argparse.Namespace, run: Settings, results: List[FileResult]) -> Optional[baselines.Filtered]:
@@ -396,7 +399,7 @@ def _fix_command(args: argparse.Namespace) -> int:
             _error(str(result.error))
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
-        return _fix_exit([result], args, missing=())
+        return _fix_exit([result], args, (), _remaining(args, run, [result])[0])
     files, missing = _discover(args, resolver, run)
     for message in missing:
         _error(message)
@@ -421,23 +424,32 @@ def _fix_command(args: argparse.Namespace) -> int:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
+    remaining, filtered = _remaining(args, run, results)
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
         for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
             _error(line)
-    return _fix_exit(results, args, missing)
+        if filtered is not None:
+            _error(filtered.summary())
+    return _fix_exit(results, args, missing, remaining)
 
 
-def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
+def _remaining(args: argparse.Namespace, run: Settings, results) -> Tuple[List[FileResult], Optional[baselines.Filtered]]:
+    """The findings left after fixing, less those the baseline holds."""
+    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
+    filtered = _apply_baseline(args, run, remaining)
+    return (filtered.results if filtered is not None else remaining), filtered
+
+
+def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str], remaining: Sequence[FileResult]) -> int:
     if missing or any(r.error for r in results):
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
-    return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(r.findings for r in remaining) else EXIT_CLEAN
 
 
 def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> str:

@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..first_stage.triggers import within
+from ..knowledge.backends import BACKEND_NAMESPACES
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
 from .torch_target import with_inferred_target
@@ -36,6 +38,8 @@ _KEYS = {
     "respect-gitignore": "bool",
     "force-exclude": "bool",
     "baseline": "str",
+    "allowed-backend-paths": "codes",
+    "banned-backend-apis": "codes",
 }
 
 
@@ -140,6 +144,10 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             check_codes(values.get(key, ()))
         except ConfigError as error:
             raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
+    for name in values.get("banned_backend_apis", ()):
+        if not (all(part.isidentifier() for part in name.split(".")) and within(name, BACKEND_NAMESPACES)):
+            # TDV905's trigger looks into these modules only
+            raise ConfigError(f"{source}: banned-backend-apis: {name!r} is not a name in {', '.join(BACKEND_NAMESPACES)}")
     for pattern, codes in values.get("per_file_ignores", {}).items():
         try:
             check_codes(codes)

@@ -50,6 +50,8 @@ BACKENDS: Dict[str, Backend] = {
 #: ``torch.accelerator``: whichever accelerator the machine has.
 ACCELERATOR = Backend("accelerator", "an accelerator", "on a machine without any accelerator", "{t}.accelerator.is_available()")
 
+#: The modules of each backend's own API (``torch.cuda``, ``torch.mps``, ...; XLA's is torch_xla's).
+BACKEND_NAMESPACES = tuple(f"torch.{name}" for name in BACKENDS if name != "xla")
 #: The device types other than CUDA, with the hardware each needs.
 OTHER_BACKENDS: Dict[str, str] = {name: backend.hardware for name, backend in BACKENDS.items() if name != "cuda"}
 #: ``x.xpu()`` and friends (``.cuda()`` has rules of its own).

@@ -1,14 +1,16 @@
 """Backend APIs (``torch.cuda``, ``torch.mps``, ``torch.xpu``, ``torch.accelerator``) that raise
-where their backend is missing, and deprecated CUDA-only spellings."""
+where their backend is missing, deprecated CUDA-only spellings, and (opt-in) any backend API
+outside a project's platform layer."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..knowledge.backends import missing_text
+from ..first_stage.triggers import Resolved, Triggers, Unguarded, Within, within
+from ..knowledge.backends import BACKEND_NAMESPACES, missing_text
 from ..model.fixes import Applicability, ImportSpec
+from ..model.settings import compiled_patterns, relative_path
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
@@ -380,4 +382,66 @@ def _as_keywords(args, leaf: str) -> list:
     return fresh_args(keyworded)
 
 
-RULES = (UnguardedCudaApi, CudaAmpApi)
+class BackendApiOutsidePlatformLayer(Rule):
+    code = "TDV905"
+    name = "backend-api-outside-platform-layer"
+    message = "`{}` outside the platform layer (`allowed-backend-paths`): go through the project's device abstraction"
+    fix_title = "Call the platform layer, or move this code into it"
+    default_enabled = False
+    what = (
+        "Checks for every use of a backend's own API (`torch.cuda`, `torch.mps`, `torch.xpu`, `torch.npu`, "
+        "`torch.hpu`: calls, attributes, annotations, names imported from them), guarded or not, in "
+        "files outside `allowed-backend-paths` (gitignore patterns, relative to the `pyproject.toml`). "
+        '`banned-backend-apis` narrows it to some names: `["torch.cuda.empty_cache"]` bans that and '
+        "whatever is below it. An import is not reported, its uses are."
+    )
+    why = (
+        "Projects that run on several accelerators (vLLM, DeepSpeed, LMCache) route every device call "
+        "through one platform layer and ban `torch.cuda` elsewhere with a grep hook. Resolving names "
+        "through the imports catches `from torch import cuda` and aliases, and skips comments and strings."
+    )
+    fix_safety_note = "The replacement is the project's own API: there is no automatic fix."
+    triggers = Within(BACKEND_NAMESPACES)
+    valid = (
+        Valid("import torch\nn = torch.accelerator.device_count()\n"),
+        Valid("import torch\ntorch.cuda.synchronize()\n", config={"allowed-backend-paths": ["example.py"]}),
+        Valid("import torch\ntorch.cuda.manual_seed(0)\n", config={"banned-backend-apis": ["torch.cuda.empty_cache"]}),
+        Valid("from numba import cuda\ncuda.synchronize()\n# torch.cuda.synchronize()\nprint('torch.cuda')\n"),
+        Valid("import torch\nok = torch.cuda.is_available()  # noqa: TDV905 - the CUDA graph path\n"),
+    )
+    invalid = (
+        Invalid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n", count=2),
+        Invalid("from torch import cuda\n\ndef free():\n    cuda.empty_cache()\n"),
+        Invalid("import torch\nimport torch.cuda\nfrom torch.cuda import Stream as S\n\ndef run(s: S = S()):\n    return s\n", count=2),
+        Invalid("import torch as th\nfree = th.mps.recommended_max_memory() - th.xpu.get_device_properties(0).total_memory\n", count=2),
+        Invalid("import torch\ntorch.cuda.empty_cache()\n", config={"banned-backend-apis": ["torch.cuda.empty_cache"]}),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        allowed = tuple(ctx.settings.allowed_backend_paths)
+        self.allowed = bool(allowed) and compiled_patterns(allowed).match_file(relative_path(ctx.path, ctx.settings.root))
+        self.banned = tuple(ctx.settings.banned_backend_apis) or BACKEND_NAMESPACES
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        parent = self.ctx.parent()
+        if not (isinstance(parent, cst.Attribute) and parent.value is node):  # a whole chain, once
+            self._check(node, parent)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        parent = self.ctx.parent()
+        if isinstance(parent, cst.Attribute):
+            return  # a chain's head or an attribute's own name: the chain is checked whole
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is node:
+            return
+        if not (isinstance(parent, cst.Arg) and parent.keyword is node):
+            self._check(node, parent)
+
+    def _check(self, node: cst.BaseExpression, parent) -> None:
+        if self.allowed or isinstance(parent, (cst.Import, cst.ImportFrom, cst.ImportAlias, cst.AsName)):
+            return
+        name = self.ctx.qualname(node)
+        if name is not None and within(name, self.banned):
+            self.report(node, self.message.format(name), display_only(self, self.fix_title))
+
+RULES = (UnguardedCudaApi, CudaAmpApi, BackendApiOutsidePlatformLayer)
