@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
 from ..first_stage.triggers import within
-from ..knowledge.backends import BACKEND_NAMESPACES
+from ..knowledge.backends import DEVICE_MODULES
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
 from .torch_target import with_inferred_target
@@ -145,9 +145,9 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         except ConfigError as error:
             raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
     for name in values.get("banned_backend_apis", ()):
-        if not (all(part.isidentifier() for part in name.split(".")) and within(name, BACKEND_NAMESPACES)):
+        if not (all(part.isidentifier() for part in name.split(".")) and within(name, DEVICE_MODULES)):
             # TDV905's trigger looks into these modules only
-            raise ConfigError(f"{source}: banned-backend-apis: {name!r} is not a name in {', '.join(BACKEND_NAMESPACES)}")
+            raise ConfigError(f"{source}: banned-backend-apis: {name!r} is not a name in {', '.join(DEVICE_MODULES)}")
     for pattern, codes in values.get("per_file_ignores", {}).items():
         try:
             check_codes(codes)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded, Within, within
-from ..knowledge.backends import BACKEND_NAMESPACES, missing_text
+from ..knowledge.backends import ACCELERATOR_MODULES, DEVICE_MODULES, missing_text
 from ..model.fixes import Applicability, ImportSpec
 from ..model.settings import compiled_patterns, relative_path
 from ..syntax.cst_lazy import cst
@@ -389,11 +389,12 @@ class BackendApiOutsidePlatformLayer(Rule):
     fix_title = "Call the platform layer, or move this code into it"
     default_enabled = False
     what = (
-        "Checks for every use of a backend's own API (`torch.cuda`, `torch.mps`, `torch.xpu`, `torch.npu`, "
-        "`torch.hpu`: calls, attributes, annotations, names imported from them), guarded or not, in "
-        "files outside `allowed-backend-paths` (gitignore patterns, relative to the `pyproject.toml`). "
-        '`banned-backend-apis` narrows it to some names: `["torch.cuda.empty_cache"]` bans that and '
-        "whatever is below it. An import is not reported, its uses are."
+        "Checks for every use of an accelerator's own API (`torch.cuda`, `torch.mps`, `torch.xpu`, "
+        "`torch.mtia`, `torch.npu`, `torch.hpu`, `torch.musa`, `torch.rbln`, `torch.neuron`: calls, "
+        "attributes, annotations, names imported from them), guarded or not, in files outside "
+        "`allowed-backend-paths` (gitignore patterns, relative to the `pyproject.toml`). "
+        '`banned-backend-apis` bans some names instead: `["torch.cuda.empty_cache"]` that one and '
+        'whatever is below it, `["torch.cuda", "torch.cpu"]` those modules. An import is not reported, its uses are.'
     )
     why = (
         "Projects that run on several accelerators (vLLM, DeepSpeed, LMCache) route every device call "
@@ -401,7 +402,7 @@ class BackendApiOutsidePlatformLayer(Rule):
         "through the imports catches `from torch import cuda` and aliases, and skips comments and strings."
     )
     fix_safety_note = "The replacement is the project's own API: there is no automatic fix."
-    triggers = Within(BACKEND_NAMESPACES)
+    triggers = Within(DEVICE_MODULES)
     valid = (
         Valid("import torch\nn = torch.accelerator.device_count()\n"),
         Valid("import torch\ntorch.cuda.synchronize()\n", config={"allowed-backend-paths": ["example.py"]}),
@@ -421,7 +422,7 @@ class BackendApiOutsidePlatformLayer(Rule):
         super().__init__(ctx)
         allowed = tuple(ctx.settings.allowed_backend_paths)
         self.allowed = bool(allowed) and compiled_patterns(allowed).match_file(relative_path(ctx.path, ctx.settings.root))
-        self.banned = tuple(ctx.settings.banned_backend_apis) or BACKEND_NAMESPACES
+        self.banned = tuple(ctx.settings.banned_backend_apis) or ACCELERATOR_MODULES
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         parent = self.ctx.parent()
