@@ -26,6 +26,7 @@ from ..model.errors import FileProblem, file_error
 from ..model.findings import Edit, Finding
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
+from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
@@ -120,6 +121,9 @@ class Checked:
 
 def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
+    project = engine.projects.of(path) if engine.projects is not None else None
+    if project is not None:
+        project.update(path, text)
     try:
         checked.analysis = engine.analyze(path, text)
     except (FileProblem, RecursionError) as error:
@@ -349,6 +353,8 @@ class Projects:
     def __init__(self, unsafe_fixes: Optional[bool] = None) -> None:
         self.unsafe_fixes = unsafe_fixes
         self._engines: Dict[str, Tuple[Engine, Optional[str]]] = {}
+        #: The project model every engine judges with; open buffers replace their files in it.
+        self.models = ProjectModels()
 
     def engine_for(self, path: str) -> Tuple[Engine, Optional[str]]:
         """The engine for a file, and the configuration error that made it fall back to the
@@ -362,8 +368,9 @@ class Projects:
             except ConfigError as problem:
                 settings, error = Settings(root=os.path.dirname(key) if pyproject else key), str(problem)
             settings = settings.with_overrides(unsafe_fixes=self.unsafe_fixes)
-            self._engines[key] = (Engine(settings, all_rules()), error)
+            self._engines[key] = (Engine(settings, all_rules(), self.models), error)
         return self._engines[key]
 
     def forget(self) -> None:
         self._engines.clear()
+        self.models = ProjectModels()

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..inference import FileInference
 from ..knowledge import cst_guards as guards
+from ..knowledge.flags import OptionDefaults
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name
@@ -205,16 +206,18 @@ def analyze_module(
     module: Optional[cst.Module] = None,
     inference: Optional[FileInference] = None,
     tree: Optional[ast.Module] = None,
+    project: OptionDefaults = OptionDefaults(),
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
     stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again
-    when needed if not given). Raises ``Unparsable``."""
+    when needed if not given); ``project`` what the file's project says of its options. Raises
+    ``Unparsable``."""
     if module is None:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
-    ctx = FileContext(path, source, module, settings)
+    ctx = FileContext(path, source, module, settings, project)
     ctx.inference, ctx.tree = inference, tree
     rules = [rule_class(ctx) for rule_class in rule_classes]
     batched_pass = _BatchedPass(ctx, rules)

@@ -14,6 +14,7 @@ from typing import Callable, Collection, FrozenSet, Optional
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, string_value
 from .backends import BACKEND_TENSOR_FLAGS, OTHER_BACKENDS, backend_of_device_string
+from .flags import compare, option_test
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 
@@ -90,22 +91,51 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
             return POSITIVE if kind.startswith("torch.cuda.") and kind.endswith("Tensor") else NEUTRAL
         if last == "startswith" and isinstance(test.func, cst.Attribute) and test.args:
             return _compare_device_string(string_value(test.args[0].value))
-        if last is not None:
-            return flag_name_sign(last) if last.startswith(("is_", "has_", "use_", "can_", "on_", "no_")) else NEUTRAL
+        if last is not None and last.startswith(("is_", "has_", "use_", "can_", "on_", "no_")):
+            return _unless_on_by_default(test, flag_name_sign(last), flag_default)
         return NEUTRAL
     if isinstance(test, cst.Comparison):
-        return _classify_comparison(test, qualname)
+        sign = _classify_comparison(test, qualname)
+        if sign == NEUTRAL and flag_default is not None:
+            return _compared_option(test, flag_default)
+        return sign
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = last_name(test)
         if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
             return POSITIVE
-        sign = flag_name_sign(name) if name else NEUTRAL
-        if sign != NEUTRAL and flag_default is not None:
-            default = flag_default(test)
-            if default is not None and default == (sign == POSITIVE):
-                return NEUTRAL  # the user's flag picks the GPU unless told otherwise
-        return sign
+        return _unless_on_by_default(test, flag_name_sign(name) if name else NEUTRAL, flag_default)
     return NEUTRAL
+
+
+def _unless_on_by_default(flag: cst.BaseExpression, sign: int, flag_default: Optional[FlagDefault]) -> int:
+    """A user flag's sign, or NEUTRAL when its default already picks the GPU: the branch it
+    decides runs on a CPU-only machine unless the user says otherwise."""
+    if sign != NEUTRAL and flag_default is not None:
+        default = flag_default(flag)
+        if default is not None and default == (sign == POSITIVE):
+            return NEUTRAL
+    return sign
+
+
+def _compared_option(test: cst.Comparison, flag_default: FlagDefault) -> int:
+    """``args.cuda > 0``, ``len(opt.gpu_ids) > 0``, ``args.gpu >= 0``, ``args.num_gpu == 0`` on a
+    CUDA-named option. Its sense comes from the option's "off" value (no GPUs counted, or index
+    -1): true there means CUDA is absent (NEGATIVE), false means present (POSITIVE). It guards
+    only when the project's default keeps the GPU branch from running; NEUTRAL otherwise."""
+    tested = option_test(test)
+    if tested is None or tested[2] is None or flag_name_sign(tested[0]) != POSITIVE:
+        return NEUTRAL
+    name, measured, operator, operand = tested
+    off = -1 if not measured and name.lower() in INDEX_OPTIONS else 0
+    sense = NEGATIVE if compare(operator, off, operand) else POSITIVE
+    default = flag_default(test)
+    if default is None or default == (sense == POSITIVE):
+        return NEUTRAL
+    return sense
+
+
+#: Options holding a GPU's index, whose "no GPU" value is -1 (counts and switches use 0).
+INDEX_OPTIONS = frozenset({"gpu", "gpu_id", "gpuid", "gpu_index", "device_id", "cuda_device", "gpu_ids"})
 
 
 def _availability_call(node: Optional[cst.BaseExpression], qualname: QualName) -> bool:
