@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ..knowledge.flags import OptionDefaults
+from ..knowledge.project_facts import ProjectFacts
 from .facts import ModuleFacts, module_facts
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
@@ -52,33 +52,36 @@ class Project:
         self.root = root
         self.cache = cache if cache is not None else FactsCache()
         self.modules: Dict[str, ModuleFacts] = {}
-        self._defaults: Optional[OptionDefaults] = None
+        self._facts: Optional[ProjectFacts] = None
         for file in python_files(root):
             self.modules[str(file)] = self.cache.facts_of_file(file)
 
     def update(self, path: str, text: str) -> None:
         """An editor's buffer replaces the file's facts on disk."""
         self.modules[os.path.abspath(path)] = self.cache.facts_of_text(text)
-        self._defaults = None
+        self._facts = None
 
     @property
-    def option_defaults(self) -> OptionDefaults:
-        if self._defaults is None:
-            self._defaults = combined_defaults(self.modules.values())
-        return self._defaults
+    def facts(self) -> ProjectFacts:
+        if self._facts is None:
+            self._facts = combined_facts(self.modules.values())
+        return self._facts
 
     def builds_cuda_kernels(self) -> bool:
         return any(facts.builds_cuda_kernels for facts in self.modules.values())
 
 
-def combined_defaults(modules: Iterable[ModuleFacts]) -> OptionDefaults:
+def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    and every copy and predicate of an option, from all the modules."""
+    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
+    the modules."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
+    saved = set()
     for facts in modules:
+        saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
             if name in options and options[name] != default:
@@ -88,7 +91,8 @@ def combined_defaults(modules: Iterable[ModuleFacts]) -> OptionDefaults:
             copies.setdefault(name, copied)
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
-    return OptionDefaults({name: value for name, value in options.items() if name not in unknown}, copies, predicates)
+    known = {name: value for name, value in options.items() if name not in unknown}
+    return ProjectFacts(known, copies, predicates, frozenset(saved))
 
 
 def python_files(root: Path) -> Iterator[Path]:
@@ -156,9 +160,9 @@ class Projects:
             self._by_root[root] = Project(root, self.cache)
         return self._by_root[root]
 
-    def option_defaults(self, path: str) -> OptionDefaults:
+    def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
-        return project.option_defaults if project is not None else OptionDefaults()
+        return project.facts if project is not None else ProjectFacts()
 
     def roots(self) -> List[Tuple[Path, int]]:
         return [(root, len(project.modules)) for root, project in self._by_root.items()]
