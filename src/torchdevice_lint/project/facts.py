@@ -3,18 +3,18 @@
 A line is judged with what the whole project says: ``if self.use_gpu:`` is no availability check
 when ``--gpu_ids`` defaults to ``"0"`` in ``options/base_options.py`` and ``use_gpu`` only reads
 it. Each module contributes the command-line options it defines with their defaults, the
-attributes and one-line predicates that copy or test an option, and whether it builds CUDA
-kernels. The facts are plain data (JSON), cached by the module's content hash.
+attributes and one-line predicates that copy or test an option, and the files it saves from
+``.cpu()`` values. The facts are plain data, cached by the module's content hash.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string
+from ..syntax.ast_nodes import last_name, literal_string
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -34,15 +34,6 @@ class ModuleFacts:
     predicates: Dict[str, list] = field(default_factory=dict)
     #: The names of the files it saves ``.cpu()`` values to (``torch.save(x.cpu(), "feat.pth")``).
     cpu_saved_files: List[str] = field(default_factory=list)
-    #: The module builds CUDA kernels (``cpp_extension.load`` of ``.cu`` sources, ``CUDAExtension``).
-    builds_cuda_kernels: bool = False
-
-    def as_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "ModuleFacts":
-        return cls(**data)
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
@@ -64,14 +55,6 @@ def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
         facts.cpu_saved_files.extend(file_names(call.args[1]))
     elif name == "add_argument":
         _read_option(call, facts)
-    elif name == "CUDAExtension" or (name == "load_inline" and _keyword(call, "cuda_sources") is not None):
-        facts.builds_cuda_kernels = True
-    elif name == "load" and "cpp_extension" in (dotted_name(call.func) or "cpp_extension"):
-        sources = _keyword(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
-        if sources is not None and any(
-            (literal_string(element) or "").endswith((".cu", ".cuh")) for element in ast.walk(sources)
-        ):
-            facts.builds_cuda_kernels = True
 
 
 #: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).

@@ -14,7 +14,7 @@ import hashlib
 import os
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Optional
 
 from ..knowledge.project_facts import ProjectFacts
 from .facts import ModuleFacts, module_facts
@@ -66,9 +66,6 @@ class Project:
         if self._facts is None:
             self._facts = combined_facts(self.modules.values())
         return self._facts
-
-    def builds_cuda_kernels(self) -> bool:
-        return any(facts.builds_cuda_kernels for facts in self.modules.values())
 
 
 def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
@@ -163,6 +160,3 @@ class Projects:
     def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
         return project.facts if project is not None else ProjectFacts()
-
-    def roots(self) -> List[Tuple[Path, int]]:
-        return [(root, len(project.modules)) for root, project in self._by_root.items()]
