@@ -115,39 +115,7 @@ class Notebook:
 
     # -- positions -----------------------------------------------------------------------------
     def in_cells(self, result: FileResult) -> FileResult:
-        """``result`` of the joined text with every position relative to its cell."""
-        error = result.error
-        if error is not None:
-            message = _SYNTAX_AT.sub(lambda m: "syntax error at cell {}:{}:{}:".format(*self.cells.locate(int(m.group(1)), int(m.group(2)))), error.message)
-            error = dataclasses.replace(error, message=message)
-        return dataclasses.replace(result, findings=[self.finding(f) for f in result.findings], error=error)
-
-    def finding(self, finding: Finding) -> Finding:
-        number, row, column = self.cells.locate(finding.location.row, finding.location.column)
-        end_number, end_row, end_column = self.cells.locate(finding.end_location.row, finding.end_location.column)
-        if end_number != number:  # never across cells: the end of the cell it starts in
-            end_row, end_column = row, column
-        fix = finding.fix
-        if fix is not None and fix.edits:
-            fix = dataclasses.replace(fix, edits=self.edits(fix.edits))
-        return dataclasses.replace(
-            finding, location=Location(row, column), end_location=Location(end_row, end_column), fix=fix, cell=number
-        )
-
-    def edits(self, edits: List[Edit]) -> List[Edit]:
-        """Joined-text edits as whole-line edits of the cells they change."""
-        from ..engine.edits import line_edits  # LibCST: only once a finding has edits
-
-        try:
-            sources = self.cells.split(_applied(self.cells.python, edits))
-        except CellsMoved:
-            return []
-        return [
-            dataclasses.replace(edit, cell=number)
-            for number, source in sources.items()
-            if source != self.cells.cell(number).source
-            for edit in line_edits(self.cells.cell(number).source, source)
-        ]
+        return result_in_cells(self.cells, result)
 
     def cell_texts(self) -> Dict[str, str]:
         """Each checked cell's text, by ``cell_key``."""
@@ -174,6 +142,43 @@ class Notebook:
             if match:
                 rows[int(match.group(1)), int(match.group(2))] = row
         return rows
+
+
+def result_in_cells(cells: JoinedCells, result: FileResult) -> FileResult:
+    """``result`` of the joined cells with every position relative to its cell."""
+    error = result.error
+    if error is not None:
+        message = _SYNTAX_AT.sub(lambda m: "syntax error at cell {}:{}:{}:".format(*cells.locate(int(m.group(1)), int(m.group(2)))), error.message)
+        error = dataclasses.replace(error, message=message)
+    return dataclasses.replace(result, findings=[finding_in_cells(cells, f) for f in result.findings], error=error)
+
+
+def finding_in_cells(cells: JoinedCells, finding: Finding) -> Finding:
+    number, row, column = cells.locate(finding.location.row, finding.location.column)
+    end_number, end_row, end_column = cells.locate(finding.end_location.row, finding.end_location.column)
+    if end_number != number:  # never across cells: the end of the cell it starts in
+        end_row, end_column = row, column
+    fix = finding.fix
+    if fix is not None and fix.edits:
+        fix = dataclasses.replace(fix, edits=edits_in_cells(cells, fix.edits))
+    return dataclasses.replace(finding, location=Location(row, column), end_location=Location(end_row, end_column), fix=fix, cell=number)
+
+
+def edits_in_cells(cells: JoinedCells, edits: List[Edit]) -> List[Edit]:
+    """Edits of the joined text as whole-line edits of the cells they change (a fix in one cell
+    may add the device binding to another); none where they would move a separator."""
+    from ..engine.edits import line_edits  # LibCST: only once a finding has edits
+
+    try:
+        sources = cells.split(_applied(cells.python, edits))
+    except CellsMoved:
+        return []
+    return [
+        dataclasses.replace(edit, cell=number)
+        for number, source in sources.items()
+        if source != cells.cell(number).source
+        for edit in line_edits(cells.cell(number).source, source)
+    ]
 
 
 def _dumps(document: dict, layout: dict) -> str:
