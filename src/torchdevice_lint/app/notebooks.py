@@ -5,8 +5,9 @@
   name leaves none to check). Markdown and raw cells, outputs, execution counts, ids and
   metadata are never changed; a cell's ``source`` keeps its form (a list of lines or a string).
 - A fix is written only when re-serialising the notebook as read gives back its bytes exactly
-  (its indentation, key order, escapes, final newline; ``json`` keeps key order): otherwise the
-  file is reported and left as it is, never reformatted.
+  (its indentation, key order, escapes in either case (Colab writes ``\u001B``), line endings,
+  final newline; ``json`` keeps key order): otherwise the file is reported and left as it is,
+  never reformatted.
 - A file that is not JSON, or not nbformat 4, is a one-line error and is never rewritten.
 - Cells are numbered from 1 among all cells, markdown included, as an editor shows them:
   ``train.ipynb:cell 3:2:5``.
@@ -27,6 +28,9 @@ from ..syntax.lines import physical_lines
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+):")
+#: A ``\uXXXX`` escape (or an escaped backslash, which the next ``u`` does not belong to).
+_ESCAPE = re.compile(r"\\\\|\\u[0-9a-fA-F]{4}")
+_UPPER_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u[0-9A-F]{0,3}[A-F]")
 _SENTINEL = re.compile(r"\\u0000torchdevice:(\d+):(\d+)\"")
 
 
@@ -102,11 +106,12 @@ class Notebook:
         indents = [len(match.group(1))] if match else [None]
         separators = [(",", ": ")] if match else [(", ", ": "), (",", ":")]
         newline = "\r\n" if "\r\n" in self.text else "\n"
+        upper = bool(_UPPER_ESCAPE.search(self.text))
         for indent in indents:
             for pair in separators:
                 for ascii_only in (False, True):
                     layout = {"indent": indent, "separators": pair, "ensure_ascii": ascii_only, "newline": newline,
-                              "final": self.text.endswith(("\n", "\r"))}
+                              "final": self.text.endswith(("\n", "\r")), "upper": upper}
                     if _dumps(self.document, layout) == self.text:
                         return layout
         raise NotebookError(
@@ -184,6 +189,8 @@ def edits_in_cells(cells: JoinedCells, edits: List[Edit]) -> List[Edit]:
 def _dumps(document: dict, layout: dict) -> str:
     text = json.dumps(document, indent=layout["indent"], separators=layout["separators"], ensure_ascii=layout["ensure_ascii"])
     text += "\n" if layout["final"] else ""
+    if layout["upper"]:
+        text = _ESCAPE.sub(lambda match: match.group()[:2] + match.group()[2:].upper(), text)
     return text.replace("\n", layout["newline"]) if layout["newline"] != "\n" else text
 
 

@@ -4,7 +4,9 @@ The engine checks text; a notebook is checked as the text of its code cells join
 each cell after the first preceded by a separator line. IPython's own syntax is masked line by
 line: ``%magic``, ``!shell``, ``x = !cmd``, ``obj?`` and a Python cell magic's ``%%time`` line
 become ``pass`` with a comment, at the same indentation, so every row keeps its number and
-every column outside them its place. Cells whose cell magic runs another language (``%%bash``,
+every column outside them its place. ``from __future__ import ...`` lines are masked the same
+way: each cell is compiled on its own, so they may stand in any cell, but not in the middle of
+one module. Cells whose cell magic runs another language (``%%bash``,
 ``%%writefile``) are left out whole, as ruff leaves them.
 
 The separator is a statement, ``...`` with a comment naming the cell, not a comment alone: a
@@ -31,6 +33,7 @@ MASK = "pass  # torchdevice-lint: IPython"
 _SEPARATOR = re.compile(r"\.\.\.  # torchdevice-lint: cell (\d+)")
 _ASSIGNED_ESCAPE = re.compile(r"[\w.]+(?:\s*,\s*[\w.]+)*\s*=\s*[!%]")
 _HELP = re.compile(r"\?{1,2}[\w.]+|[\w.]+\?{1,2}")
+_FUTURE = re.compile(r"from\s+__future__\s+import\s+[\w\s,]+(?:#.*)?")
 
 
 class CellsMoved(ValueError):
@@ -50,7 +53,9 @@ def separator_number(line: str) -> Optional[int]:
 
 def _is_escape(line: str) -> bool:
     stripped = line.strip()
-    return stripped.startswith(("%", "!", "?")) or bool(_ASSIGNED_ESCAPE.match(stripped) or _HELP.fullmatch(stripped))
+    return stripped.startswith(("%", "!", "?")) or bool(
+        _ASSIGNED_ESCAPE.match(stripped) or _HELP.fullmatch(stripped) or _FUTURE.fullmatch(stripped)
+    )
 
 
 def _starts_statement(before: str) -> bool:
