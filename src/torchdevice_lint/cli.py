@@ -257,7 +257,7 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
-        sources = {source.path: source.text}
+        sources = source.texts_by_frame()
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
@@ -301,7 +301,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
     for result in results:
         if result.findings:
             try:
-                texts[result.filename] = read_source(result.filename).text
+                texts.update(read_source(result.filename).texts_by_frame())
             except SourceError:
                 pass
     return texts

@@ -194,13 +194,18 @@ def _is_location(value) -> bool:
     )
 
 
+def _has_keys(item: dict, keys: set) -> bool:
+    """Exactly ``keys``, or those and a notebook's ``cell`` (a positive int)."""
+    return set(item) == keys or (set(item) == keys | {"cell"} and type(item["cell"]) is int and item["cell"] >= 1)
+
+
 def _valid_fix(fix) -> bool:
     return (
         isinstance(fix, dict) and set(fix) == {"applicability", "message", "edits"}
         and fix["applicability"] in _APPLICABILITY and isinstance(fix["message"], str)
         and isinstance(fix["edits"], list)
         and all(
-            isinstance(edit, dict) and set(edit) == {"content", "location", "end_location"}
+            isinstance(edit, dict) and _has_keys(edit, {"content", "location", "end_location"})
             and isinstance(edit["content"], str) and _is_location(edit["location"]) and _is_location(edit["end_location"])
             for edit in fix["edits"]
         )
@@ -210,7 +215,7 @@ def _valid_fix(fix) -> bool:
 def _valid_finding(item, names: Dict[str, str]) -> bool:
     return (
         isinstance(item, dict)
-        and set(item) == {"code", "name", "message", "filename", "location", "end_location", "fix"}
+        and _has_keys(item, {"code", "name", "message", "filename", "location", "end_location", "fix"})
         and isinstance(item["code"], str) and names.get(item["code"]) == item["name"]
         and isinstance(item["message"], str) and isinstance(item["filename"], str)
         and _is_location(item["location"]) and _is_location(item["end_location"])
@@ -257,10 +262,11 @@ def _result_from_dict(path: str, data: dict) -> FileResult:
                     applicability=Applicability(fix["applicability"]),
                     message=fix["message"],
                     edits=[
-                        Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]))
+                        Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]), edit.get("cell"))
                         for edit in fix["edits"]
                     ],
                 ),
+                cell=item.get("cell"),
             )
         )
     error = data["error"]

@@ -1,4 +1,5 @@
-"""Which files a run checks: the paths given, directories walked, with gitignore semantics.
+"""Which files a run checks: the paths given, directories walked (``.py`` and ``.ipynb`` files),
+with gitignore semantics.
 
 - ``exclude``/``extend-exclude`` are gitignore patterns (``pathspec``) relative to the root of the
   configuration that applies (the nearest ``pyproject.toml`` with a ``[tool.torchdevice-lint]``
@@ -24,6 +25,8 @@ import pathspec
 from ..model.settings import Settings, compiled_patterns, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
+#: What a directory walk checks: Python files and Jupyter notebooks (as ruff does since 0.6).
+CHECKED_SUFFIXES = (".py", ".ipynb")
 SettingsFor = Callable[[str], Settings]
 
 
@@ -147,7 +150,7 @@ class Discovery:
                 kept.append(name)
             subdirectories[:] = kept
             for filename in sorted(filenames):
-                if filename.endswith(".py"):
+                if filename.endswith(CHECKED_SUFFIXES):
                     path = os.path.normpath(os.path.join(directory, filename))  # "./a.py" -> "a.py", as ruff prints it
                     if self.skipped(path, False, top):
                         continue
@@ -165,7 +168,7 @@ def discover(
     respect_gitignore: bool = True,
     force_exclude: bool = False,
 ) -> Tuple[List[str], List[str]]:
-    """Python files under ``paths`` and one-line errors for paths that are missing or not
+    """Python files and notebooks under ``paths`` and one-line errors for paths that are missing or not
     files; symbolic links skipped by the walk are described in ``notes``."""
     discovery = Discovery(settings_for, respect_gitignore)
     notes = notes if notes is not None else []

@@ -12,6 +12,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence,
 import libcst as cst
 
 from ..model.fixes import Applicability, FixError, ImportSpec
+from ..syntax.cells import separator_number
 from ..syntax.cst_nodes import import_aliases
 from .context import Analysis, RawFinding, binds_unconditionally
 
@@ -53,14 +54,46 @@ def is_import_line(statement: cst.CSTNode) -> bool:
 
 def _binding_index(body: Sequence[cst.CSTNode], first_user: int) -> int:
     """Insert after the last top-level import that precedes the first statement needing the
-    binding (after a module docstring and ``__future__`` imports at least)."""
+    binding (after a module docstring and ``__future__`` imports at least); in a notebook, no
+    later than the first cell that imports torch, so every later cell may use it."""
     index = 0
     if body and _is_docstring(body[0]):
         index = 1
-    for position, statement in enumerate(body[:first_user]):
+    for position, statement in enumerate(body[:min(first_user, end_of_first_torch_cell(body))]):
         if is_import_line(statement):
             index = position + 1
     return index
+
+
+def _starts_cell(statement: cst.CSTNode) -> bool:
+    """A notebook cell's separator (``syntax.cells``) in a notebook's joined cells."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return False
+    comment = statement.trailing_whitespace.comment
+    expression = statement.body[0]
+    return (
+        isinstance(expression, cst.Expr) and isinstance(expression.value, cst.Ellipsis)
+        and comment is not None and separator_number(f"...  {comment.value}") is not None
+    )
+
+
+def _imports_torch(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        qualified == "torch" or qualified.startswith("torch.")
+        for small in statement.body
+        for qualified in import_aliases(small).values()
+    )
+
+
+def end_of_first_torch_cell(body: Sequence[cst.CSTNode]) -> int:
+    """In a notebook's joined cells, the index of the statement that starts the cell after the
+    first one importing torch: the cells run in order, and the first may be ``!pip install``.
+    ``len(body)`` in a plain module."""
+    starts = [index for index, statement in enumerate(body) if _starts_cell(statement)]
+    importing = next((index for index, statement in enumerate(body) if _imports_torch(statement)), None) if starts else None
+    if importing is None:
+        return len(body)
+    return next((index for index in starts if index > importing), len(body))
 
 
 def _already_bound(spec: ImportSpec, aliases: Dict[str, str]) -> bool:

@@ -39,7 +39,7 @@ DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".torchdevice_cache",
+    ".torchdevice_cache", ".ipynb_checkpoints",
 )
 
 
