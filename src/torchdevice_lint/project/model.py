@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import os
+import stat
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, Optional
@@ -22,8 +24,10 @@ from .facts import ModuleFacts, module_facts
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
-#: A project with more Python files than this is read only where the files asked for are.
+#: A project with more Python files than this is not read: its files are judged alone.
 MAX_FILES = 20_000
+#: A module larger than this is left out of the model (as the source reader refuses to check it).
+MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 def project_root(path: str) -> Optional[Path]:
@@ -35,10 +39,10 @@ def project_root(path: str) -> Optional[Path]:
     if not file.parent.is_dir() or file.is_dir():
         return None
     for folder in file.parents:
+        if folder == Path.home() or folder.parent == folder:
+            break  # a home directory (dotfiles under git) or / is nobody's project
         if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
             return folder
-        if folder == Path.home() or folder.parent == folder:
-            break
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
@@ -53,7 +57,8 @@ class Project:
         self.cache = cache if cache is not None else FactsCache()
         self.modules: Dict[str, ModuleFacts] = {}
         self._facts: Optional[ProjectFacts] = None
-        for file in python_files(root):
+        files = list(itertools.islice(python_files(root), MAX_FILES + 1))
+        for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self.modules[str(file)] = self.cache.facts_of_file(file)
 
     def update(self, path: str, text: str) -> None:
@@ -93,15 +98,9 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
 
 
 def python_files(root: Path) -> Iterator[Path]:
-    count = 0
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = [name for name in subfolders if name not in SKIPPED and not name.startswith(".")]
-        for name in files:
-            if name.endswith(".py"):
-                count += 1
-                if count > MAX_FILES:
-                    return
-                yield Path(folder) / name
+        yield from (Path(folder) / name for name in files if name.endswith(".py"))
 
 
 class FactsCache:
@@ -112,11 +111,8 @@ class FactsCache:
         self.by_hash: Dict[str, ModuleFacts] = {}
 
     def facts_of_file(self, file: Path) -> ModuleFacts:
-        try:
-            data = file.read_bytes()
-        except OSError:
-            return ModuleFacts()
-        return self._facts(data)
+        data = _regular_file_bytes(file)
+        return self._facts(data) if data is not None else ModuleFacts()
 
     def facts_of_text(self, text: str) -> ModuleFacts:
         return self._facts(text.encode("utf-8", "surrogatepass"))
@@ -126,6 +122,25 @@ class FactsCache:
         if key not in self.by_hash:
             self.by_hash[key] = _parse_facts(data)
         return self.by_hash[key]
+
+
+def _regular_file_bytes(file: Path) -> Optional[bytes]:
+    """The bytes of a regular file up to ``MAX_FILE_BYTES``; None for anything else. Opened
+    without blocking and checked on the open file: a FIFO named ``x.py`` must not stall the run."""
+    try:
+        descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
 def _parse_facts(data: bytes) -> ModuleFacts:
