@@ -262,11 +262,12 @@ def _check_command(args: argparse.Namespace) -> int:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
         try:
             projects = _projects(files)
-            for settings, group in _groups(files, resolver):
+            for settings, group, cache in groups:
                 results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
-                                           cache=_cache(args, settings, with_edits), on_done=progress.advance))
+                                           cache=cache, on_done=progress.advance))
         finally:
             progress.close()
         sources = _texts(results)
@@ -376,6 +377,8 @@ def _fix_command(args: argparse.Namespace) -> int:
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
     files, missing = _discover(args, resolver, run)
+    # Every group's cache directory is accepted or refused before the first file is written.
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
     for message in missing:
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
@@ -383,9 +386,9 @@ def _fix_command(args: argparse.Namespace) -> int:
     try:
         with StopOnInterrupt() as stop:
             projects = _projects(files)
-            for settings, group in _groups(files, resolver):
+            for settings, group, cache in groups:
                 results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
-                                         cache=_cache(args, settings, False), stop=lambda: stop.requested,
+                                         cache=cache, stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes

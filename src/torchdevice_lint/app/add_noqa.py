@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import io
 import tokenize
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..engine.noqa import NOQA, split_codes
+from ..engine.noqa import NOQA, comments, split_codes
 from ..model.errors import FileProblem
 from ..model.findings import FileResult, Finding
 from .sources import SourceError, read_source, write_source
@@ -28,14 +28,17 @@ def _commentable_rows(text: str) -> Set[int]:
         return set()
 
 
-def _with_codes(line: str, codes: Sequence[str]) -> str:
+def _with_codes(line: str, codes: Sequence[str], comment: Optional[Tuple[int, str]]) -> str:
+    """The line with ``codes`` added to its comment's ``# noqa: ...`` (never to a string that
+    looks like one), or with a new directive."""
     body = line.rstrip("\r\n")
     ending = line[len(body):]
-    match = NOQA.search(body) if "noqa" in body.lower() else None
+    match = NOQA.search(comment[1]) if comment else None
     if match is not None and match.group("codes"):
         existing = split_codes(match.group("codes"))
         merged = existing + [code for code in codes if code not in existing]
-        return body[: match.start()] + f"# noqa: {', '.join(merged)}" + body[match.end():] + ending
+        start, end = comment[0] + match.start(), comment[0] + match.end()
+        return body[:start] + f"# noqa: {', '.join(merged)}" + body[end:] + ending
     return f"{body.rstrip()}  # noqa: {', '.join(codes)}{ending}"
 
 
@@ -64,8 +67,9 @@ def add_noqa(results: Sequence[FileResult]) -> Tuple[int, List[str]]:
                 elif finding.code not in rows.setdefault(row, []):
                     rows[row].append(finding.code)
             lines = io.StringIO(source.python, newline="").readlines()  # the rows tokenize counts
+            directives = comments(source.python)
             for row, codes in rows.items():
-                lines[row - 1] = _with_codes(lines[row - 1], codes)
+                lines[row - 1] = _with_codes(lines[row - 1], codes, directives.get(row))
             if rows:
                 text = "".join(lines)
                 write_source(source, text if source.notebook is None else source.notebook.with_python(text).text)

@@ -18,6 +18,7 @@ with gitignore semantics.
 from __future__ import annotations
 
 import os
+import re
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import pathspec
@@ -60,6 +61,23 @@ def _ancestors(directory: str) -> List[str]:
         directory = parent
 
 
+def _ignore_spec(lines: List[str]) -> pathspec.GitIgnoreSpec:
+    """The ignore file's patterns; a line that is no pattern (``[z-a]``) matches nothing, as in
+    git, rather than failing the run."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if _is_pattern(line)])
+
+
+def _is_pattern(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except (ValueError, re.error):
+        return False
+    return True
+
+
 class IgnoreFiles:
     """The ``.gitignore``/``.ignore`` patterns of each directory, read once per run."""
 
@@ -78,7 +96,7 @@ class IgnoreFiles:
                         lines.extend(handle.read().splitlines())
                 except OSError:
                     continue
-            self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[directory] = _ignore_spec(lines) if lines else None
         return self._specs[directory]
 
     def ignores(self, path: str, is_dir: bool, top: str) -> bool:

@@ -6,6 +6,7 @@ would not yield valid code is refused, and a file with no applied fix is returne
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
 
@@ -52,17 +53,20 @@ def is_import_line(statement: cst.CSTNode) -> bool:
     return False
 
 
-def _binding_index(body: Sequence[cst.CSTNode], first_user: int) -> int:
-    """Insert after the last top-level import that precedes the first statement needing the
-    binding (after a module docstring and ``__future__`` imports at least); in a notebook, no
-    later than the first cell that imports torch, so every later cell may use it."""
-    index = 0
-    if body and _is_docstring(body[0]):
-        index = 1
-    for position, statement in enumerate(body[:min(first_user, end_of_first_torch_cell(body))]):
-        if is_import_line(statement):
-            index = position + 1
-    return index
+def _top_level_layout(analysis: Analysis) -> Tuple[int, List[int], int, int]:
+    """One scan of the module's body, kept with the analysis (every fix that needs the binding
+    asks, and a scan per fix made a file of many top-level findings quadratic): the first
+    statement binding the device name, the positions of the import lines, where the binding may
+    go at the earliest (after a module docstring) and at the latest (in a notebook, the end of the
+    first cell importing torch, so every later cell may use it)."""
+    if "top-level layout" not in analysis.derived:
+        body = analysis.module.body
+        name = analysis.ctx.settings.device_name
+        first_binder = next((i for i, statement in enumerate(body) if binds_unconditionally(statement, name)), len(body))
+        imports = [i for i, statement in enumerate(body) if is_import_line(statement)]
+        earliest = 1 if body and _is_docstring(body[0]) else 0
+        analysis.derived["top-level layout"] = (first_binder, imports, earliest, end_of_first_torch_cell(body))
+    return analysis.derived["top-level layout"]
 
 
 def _starts_cell(statement: cst.CSTNode) -> bool:
@@ -143,12 +147,15 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
 
 def binding_place(analysis: Analysis, first_user: Optional[int]) -> Optional[int]:
     """Where the device binding goes for a fix used at top-level statement ``first_user``: the
-    index in the module's body; None without a user, or when a statement above binds it already."""
-    if first_user is None or any(
-        binds_unconditionally(statement, analysis.ctx.settings.device_name) for statement in analysis.module.body[:first_user]
-    ):
+    index in the module's body, after the last top-level import above that statement (after a
+    module docstring at least); None without a user, or when a statement above binds it already."""
+    if first_user is None:
         return None
-    return _binding_index(analysis.module.body, first_user)
+    first_binder, imports, earliest, latest = _top_level_layout(analysis)
+    if first_binder < first_user:
+        return None
+    above = bisect.bisect_left(imports, min(first_user, latest))
+    return imports[above - 1] + 1 if above else earliest
 
 
 def with_file_needs(
