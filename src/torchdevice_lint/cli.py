@@ -43,6 +43,7 @@ from .engine.engine import Engine
 from .model.findings import FileResult
 from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings
+from .project.model import Projects
 from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -253,32 +254,36 @@ def _check_command(args: argparse.Namespace) -> int:
     if shown is not None:
         return shown
     with_edits = args.output_format in FORMATS_WITH_EDITS and not args.statistics
+    # A baseline that cannot be read stops the run before any file is checked.
+    baseline = None if args.write_baseline or args.add_noqa else _load_baseline(args, run)
     missing: List[str] = []
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
             return EXIT_ERROR
         results = [] if _stdin_excluded(args, resolver, run) else [
-            check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
+            check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
         try:
-            for settings, group in _groups(files, resolver):
-                results.extend(check_paths(Engine(settings, all_rules()), group, with_edits, jobs=args.jobs,
-                                           cache=_cache(args, settings, with_edits), on_done=progress.advance))
+            projects = _projects(files)
+            for settings, group, cache in groups:
+                results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
+                                           cache=cache, on_done=progress.advance))
         finally:
             progress.close()
     if args.add_noqa:
         return _add_noqa_command(results, missing)
     if args.write_baseline:
         return _write_baseline_command(args.write_baseline, results, missing)
-    filtered = _apply_baseline(args, run, results)
+    filtered = None if baseline is None else baselines.filter_results(baseline, results)
     if filtered is not None:
         results = filtered.results
-    sources = {source.path: source.text} if args.paths == ["-"] else _texts(results)
+    sources = source.texts_by_frame() if args.paths == ["-"] else _texts(results)
     return _report(results, sources, missing, args, filtered)
 
 
@@ -302,9 +307,9 @@ def _baseline_file(args: argparse.Namespace, run: Settings) -> Optional[str]:
     return os.path.relpath(path) if os.path.abspath(path).startswith(os.getcwd() + os.sep) else path
 
 
-def _apply_baseline(args: argparse.Namespace, run: Settings, results: List[FileResult]) -> Optional[baselines.Filtered]:
+def _load_baseline(args: argparse.Namespace, run: Settings) -> Optional[baselines.Baseline]:
     path = _baseline_file(args, run)
-    return None if path is None else baselines.filter_results(baselines.load(path), results)
+    return None if path is None else baselines.load(path)
 
 
 def _write_baseline_command(path: str, results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -316,6 +321,17 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
+def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None) -> Projects:
+    """The projects of ``paths``, read here once, before any worker starts; a buffer given on
+    stdin stands for its file."""
+    projects = Projects()
+    for path in paths:
+        project = projects.of(path)
+        if buffer is not None and project is not None:
+            project.update(path, buffer.text)
+    return projects
+
+
 def _texts(results: Sequence[FileResult]) -> dict:
     """File texts for code frames, read only for files with findings, and decoded as they were
     for checking (a BOM, a PEP 263 declaration: a latin-1 file shows its own characters)."""
@@ -323,7 +339,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
     for result in results:
         if result.findings:
             try:
-                texts[result.filename] = read_source(result.filename).text
+                texts.update(read_source(result.filename).texts_by_frame())
             except SourceError:
                 pass
     return texts
@@ -386,6 +402,7 @@ def _fix_command(args: argparse.Namespace) -> int:
     if shown is not None:
         return shown
     write = not (args.diff or args.check)
+    baseline = _load_baseline(args, run)  # read, or refused, before the first file is written
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
@@ -393,23 +410,27 @@ def _fix_command(args: argparse.Namespace) -> int:
         if _stdin_excluded(args, resolver, run):
             sys.stdout.write("" if args.diff else source.text)
             return EXIT_CLEAN
-        result = fix_file(Engine(run, all_rules()), source.path, run.unsafe_fixes, write=False, source=source)
+        engine = Engine(run, all_rules(), _projects([source.path], source))
+        result = fix_file(engine, source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
             _error(str(result.error))
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
-        return _fix_exit([result], args, (), _remaining(args, run, [result])[0])
+        return _fix_exit([result], args, (), _remaining(baseline, [result])[0])
     files, missing = _discover(args, resolver, run)
+    # Every group's cache directory is accepted or refused before the first file is written.
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
     for message in missing:
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
     results = []
     try:
         with StopOnInterrupt() as stop:
-            for settings, group in _groups(files, resolver):
-                results.extend(fix_paths(Engine(settings, all_rules()), group, settings.unsafe_fixes, write, jobs=args.jobs,
-                                         cache=_cache(args, settings, False), stop=lambda: stop.requested,
+            projects = _projects(files)
+            for settings, group, cache in groups:
+                results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
+                                         cache=cache, stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes
@@ -424,7 +445,7 @@ def _fix_command(args: argparse.Namespace) -> int:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining, filtered = _remaining(args, run, results)
+    remaining, filtered = _remaining(baseline, results)
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
@@ -435,10 +456,10 @@ def _fix_command(args: argparse.Namespace) -> int:
     return _fix_exit(results, args, missing, remaining)
 
 
-def _remaining(args: argparse.Namespace, run: Settings, results) -> Tuple[List[FileResult], Optional[baselines.Filtered]]:
+def _remaining(baseline: Optional[baselines.Baseline], results) -> Tuple[List[FileResult], Optional[baselines.Filtered]]:
     """The findings left after fixing, less those the baseline holds."""
     remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
-    filtered = _apply_baseline(args, run, remaining)
+    filtered = None if baseline is None else baselines.filter_results(baseline, remaining)
     return (filtered.results if filtered is not None else remaining), filtered
 
 

@@ -43,6 +43,7 @@ class Plugin:
     _settings = api.Settings()
     _baseline_option: Optional[str] = None
     _resolver = SettingsResolver()
+    _projects = api.Projects()
     _engines: Dict[tuple, Engine] = {}
     _baselines: Dict[str, baselines.Baseline] = {}
 
@@ -63,6 +64,7 @@ class Plugin:
     def parse_options(cls, options) -> None:
         cls._settings = api.Settings(select=("TDV",) + _explicitly_selected(options))
         cls._baseline_option = getattr(options, "torchdevice_baseline", None)
+        cls._projects = api.Projects()
         cls._engines.clear()
         if cls._baseline_option:
             try:
@@ -99,7 +101,8 @@ class Plugin:
         layer = (project.root, tuple(project.allowed_backend_paths), tuple(project.banned_backend_apis))
         if layer not in cls._engines:
             cls._engines[layer] = api.engine(
-                replace(cls._settings, root=layer[0], allowed_backend_paths=layer[1], banned_backend_apis=layer[2])
+                replace(cls._settings, root=layer[0], allowed_backend_paths=layer[1], banned_backend_apis=layer[2]),
+                projects=cls._projects,
             )
         return cls._engines[layer]
 
