@@ -269,6 +269,49 @@ def test_fix_exits_0_when_only_baselined_findings_remain(project):
     assert run("fix", ".", cwd=project).returncode == 1
 
 
+def test_fix_refuses_an_unreadable_baseline_before_writing_any_file(project):
+    (project / "baseline.json").write_text("{")
+    result = run("fix", "--unsafe-fixes", "--baseline", "baseline.json", ".", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "torchdevice-fix: error: baseline baseline.json: not JSON: Expecting property name enclosed in double quotes:"
+        " line 1 column 2 (char 1)"
+    ]
+    assert (project / "train.py").read_text() == OLD
+
+
+def notebook(*cells):
+    """An nbformat 4 notebook: a string is a code cell, a dict any other cell."""
+    return json.dumps({
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": cell.splitlines(True)}
+            if isinstance(cell, str) else cell
+            for cell in cells
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1)
+
+
+def test_a_notebook_keeps_its_findings_matched_when_cells_are_added_and_split(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.torchdevice-lint]\n")
+    fit = "def fit(model, batch):\n    return model.cuda()(batch.cuda())\n"
+    (tmp_path / "train.ipynb").write_text(notebook("import torch", "state = torch.load('w.pt')", fit))
+    assert "Wrote 3 findings" in run("check", "--write-baseline", "baseline.json", ".", cwd=tmp_path).stderr
+    entries = json.loads((tmp_path / "baseline.json").read_text())["findings"]
+    assert {(entry["file"], entry["scope"]) for entry in entries} == {("train.ipynb", ""), ("train.ipynb", "fit")}
+
+    title = {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]}
+    (tmp_path / "train.ipynb").write_text(notebook(
+        title, "!pip install torch", "import torch\n%matplotlib inline", "state = torch.load(\n    'w.pt',\n)",
+        "\n\n" + fit, "x = torch.zeros(2).cuda()",
+    ))
+    for _ in range(2):  # fresh, then from the cache
+        result = run("check", "--baseline", "baseline.json", "--output-format", "concise", ".", cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        assert [line.split(" [")[0] for line in result.stdout.splitlines()] == ["train.ipynb:cell 6:1:5: TDV101"]
+        assert "3 findings baselined in baseline.json." in result.stderr
+
+
 def test_flake8_reads_the_configured_baseline_and_its_own_option(project):
     pytest.importorskip("flake8")
     run("check", "--write-baseline", "baseline.json", ".", cwd=project)
