@@ -445,4 +445,5 @@ class BackendApiOutsidePlatformLayer(Rule):
         if name is not None and within(name, self.banned):
             self.report(node, self.message.format(name), display_only(self, self.fix_title))
 
+
 RULES = (UnguardedCudaApi, CudaAmpApi, BackendApiOutsidePlatformLayer)
