@@ -165,6 +165,8 @@ def tool_lines(project: Project, root: Path, config_text: str, paths: Sequence[P
         raise SystemExit(f"check failed on {root}: {completed.stderr.strip()[-500:]}")
     reported: Dict[Line, Dict[str, Set[str]]] = {}
     for finding in json.loads(completed.stdout):
+        if "cell" in finding:  # a notebook: the hooks read .py files only
+            continue
         relative = Path(finding["filename"]).resolve().relative_to(root.resolve()).as_posix()
         name = finding["message"].split("`")[1] if finding["message"].count("`") >= 2 else ""
         reported.setdefault((relative, finding["location"]["row"]), {}).setdefault(finding["code"], set()).add(name)

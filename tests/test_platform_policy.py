@@ -2,6 +2,7 @@
 DeepSpeed, vLLM, llm-compressor, LMCache and vllm-omni enforce; and the migration page's
 configurations, which bench/hooks.py measures on those projects' own code."""
 
+import json
 import re
 import subprocess
 import sys
@@ -143,6 +144,10 @@ def test_the_replayed_hook_and_the_rule_compare_line_by_line(tmp_path):
         "n = torch.cuda.device_count()  #ignore-cuda\n"  # the rule alone: escaped
         "th.cuda.empty_cache()\n"  # the rule alone: an alias
     )
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": ["import torch\n", "torch.cuda.synchronize()\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(notebook))  # the hooks read .py files: left out
     deepspeed = next(p for p in PROJECTS if p.name == "DeepSpeed")
     project = hooks.replace(deepspeed, folder=tmp_path.name)
     comparisons = {c.code: c for c in hooks.compare(project, tmp_path.parent)}
