@@ -219,7 +219,6 @@ class UnguardedCudaApi(Rule):
         self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 
-
 #: Event classes and the device whose synchronisation the host timing needs. ``torch.Event``
 #: follows the current accelerator, and the CPU backend refuses its ``record()``.
 EVENT_CLASSES = {"torch.cuda.Event": "cuda", "torch.Event": "accelerator"}
@@ -256,7 +255,9 @@ class CudaEventTiming(Rule):
     why = (
         "`torch.cuda.Event` cannot even be created without CUDA, and `torch.Event` does not help: "
         "on a CPU-only machine its `record()` raises `cpu backend doesn't support events`. A "
-        "benchmark or a training loop that logs its step time stops there."
+        "benchmark or a training loop that logs its step time stops there. A rule of its own, not "
+        "part of TDV301: a guard around the creation leaves every record and reading to raise, so "
+        "the fix rewrites the whole measurement at once."
     )
     fix_safety_note = (
         "Unsafe: the fix rewrites the idiom to host timing. Each event becomes a float, each "
@@ -383,11 +384,10 @@ class CudaEventTiming(Rule):
 
     def _fix(self, idiom: _TimingIdiom):
         ctx = self.ctx
-        if idiom.backend == "accelerator" and ctx.settings.target_version() < ACCELERATOR_SINCE:
-            return None
         functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
-        clock_free = ctx.aliases.get("time", "time") == "time" and not any("time" in ctx.bound_names(f) for f in functions)
-        if not idiom.rewritable or not clock_free:
+        clock_taken = ctx.aliases.get("time", "time") != "time" or any("time" in ctx.bound_names(f) for f in functions)
+        too_old = idiom.backend == "accelerator" and ctx.settings.target_version() < ACCELERATOR_SINCE
+        if too_old or clock_taken or not idiom.rewritable:
             return None
         torch_name, module = ctx.torch_reference(), idiom.backend
         sync = cst.parse_statement(f"if {torch_name}.{module}.is_available():\n    {torch_name}.{module}.synchronize()\n")
@@ -477,10 +477,8 @@ def _event_class(ctx, value) -> Optional[str]:
 
 def _reads(call) -> bool:
     """``a.elapsed_time(b)``."""
-    return (
-        isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "elapsed_time"
-        and len(call.args) == 1 and call.args[0].keyword is None
-    )
+    method = call.func.attr.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
+    return method == "elapsed_time" and len(call.args) == 1 and call.args[0].keyword is None
 
 
 def _is_none(node) -> bool:

@@ -77,7 +77,9 @@ class CudaVersionNone(Rule):
         "On CPU-only and MPS builds of torch `torch.version.cuda` is None, so "
         "`int(torch.version.cuda.split(\".\")[0])` raises AttributeError; at module level it "
         "stops every import of the file, which keeps the whole program GPU-only (transformer-xl's "
-        "`proj_adaptive_softmax.py` reads the CUDA major version this way at import)."
+        "`proj_adaptive_softmax.py` reads the CUDA major version this way at import). Not part of "
+        "TDV301: reading the value never raises, using it does, so the checks that count are the "
+        "value's own (`if torch.version.cuda:`)."
     )
     fix_safety_note = (
         'The value becomes `(torch.version.cuda or "0.0")`: a CUDA build reads its own version as '
@@ -241,7 +243,8 @@ class DeviceCountDivisor(Rule):
     why = (
         "Without a GPU the count is 0, and the division stops the program with ZeroDivisionError "
         "before anything runs on the CPU. The per-GPU arithmetic of a data-parallel script "
-        "usually means the whole batch on a single device."
+        "usually means the whole batch on a single device. Like TDV304 a rule of its own: "
+        "`device_count()` never raises, dividing by its answer does."
     )
     fix_safety_note = (
         "The divisor becomes `max(1, ...)`: with one or more GPUs it is the count as before; "
