@@ -155,6 +155,9 @@ class _NameUses(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         name = dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        parent = self.stack[-1] if self.stack else None
+        if getattr(parent, "attr", None) is node or getattr(parent, "keyword", None) is node:
+            return False  # ``streamer.end``'s ``end``, ``f(end=...)``'s keyword: other names
         if name in self.names:
             self.uses.append(NameUse(name, node, tuple(reversed(self.stack[-4:])), self.functions[-1]))
             return False

@@ -201,7 +201,7 @@ class CudaAmpApi(Rule):
                 "with sdpa_kernel([SDPBackend.MATH, SDPBackend.CUDNN_ATTENTION]):\n    pass\n"
             ),
         ),
-        # lucidrains/vit-pytorch@(pins.toml) vit_pytorch/simple_flash_attn_vit.py:61: flags unknown here
+        # lucidrains/vit-pytorch@69d24fe vit_pytorch/simple_flash_attn_vit.py:61: flags unknown here
         Invalid(
             "import torch\nwith torch.backends.cuda.sdp_kernel(**config._asdict()):\n    pass\n",
             fixed=None,

@@ -311,7 +311,7 @@ class CudaEventTiming(Rule):
                 "        metric.append(1 / ((end_event - start_event) * 1000))\n    return timed\n"
             ),
         ),
-        # NVlabs/stylegan2-ada-pytorch training/training_loop.py:213-386: attributes, a stream, None checks
+        # NVlabs/stylegan2-ada-pytorch@d72cc7d training/training_loop.py:213-386: attributes, streams, None checks
         Invalid(
             "import torch\nfor phase in phases:\n    phase.start_event = None\n    if rank == 0:\n"
             "        phase.start_event = torch.cuda.Event(enable_timing=True)\n        phase.end_event = torch.cuda.Event(enable_timing=True)\n"
@@ -342,10 +342,10 @@ class CudaEventTiming(Rule):
             ),
             config={"target-torch-version": "2.6"},
         ),
-        # events kept in a list: no rewrite
+        # events kept in a list: no rewrite (an attribute or keyword named like one is no use of it)
         Invalid(
             "import torch\nstart = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
-            "events = [start, end]\nstart.record()\nend.record()\nprint(start.elapsed_time(end))\n",
+            "events = [start, end]\nstart.record()\nend.record()\nstream.end(end=1)\nprint(start.elapsed_time(end))\n",
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
