@@ -82,40 +82,38 @@ def assigned_values(scope: cst.CSTNode, nested: bool = False) -> Dict[str, List[
     """Dotted name (``n``, ``args.n_gpu``, ``self.start``) -> the value of each assignment to
     it in ``scope``'s statements (None where the value is not one expression: ``+=``, a loop
     variable); ``nested``: also in the functions defined in it."""
+    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+
     collector = _Assignments(nested)
     body = scope.body if isinstance(scope, cst.Module) else [scope.body]
     for statement in body:
-        statement.visit(collector)
+        walk(statement, collector, skip=TRIVIA_TYPES)
     return collector.values
 
 
-class _Assignments(cst.CSTVisitor):
+class _Assignments:
+    """A visitor for ``cst_walk.walk``: the value of each assignment, by target name."""
+
     def __init__(self, nested: bool) -> None:
-        super().__init__()
         self.nested = nested
         self.values: Dict[str, list] = {}
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return self.nested
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.FunctionDef):
+            return self.nested
+        if isinstance(node, cst.Lambda):
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._bind(target.target, node.value)
+        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+            self._bind(node.target, node.value)
+        elif isinstance(node, (cst.AugAssign, cst.For)):
+            self._bind(node.target, None)
+        return True
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._bind(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, None)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target, node.value)
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        return None
 
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -140,14 +138,17 @@ class NameUse(NamedTuple):
 
 def name_uses(scope: cst.CSTNode, names: Set[str]) -> List[NameUse]:
     """Every occurrence of the dotted ``names`` in ``scope``, functions defined in it included."""
+    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+
     finder = _NameUses(names, scope)
-    scope.visit(finder)
+    walk(scope, finder, skip=TRIVIA_TYPES)
     return finder.uses
 
 
-class _NameUses(cst.CSTVisitor):
+class _NameUses:
+    """A visitor for ``cst_walk.walk``: the occurrences of the names, with their ancestors."""
+
     def __init__(self, names: Set[str], scope: cst.CSTNode) -> None:
-        super().__init__()
         self.names = names
         self.stack: List[cst.CSTNode] = []
         self.functions: List[cst.CSTNode] = [scope]

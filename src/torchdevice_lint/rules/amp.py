@@ -240,9 +240,7 @@ class CudaAmpApi(Rule):
         if not isinstance(func, cst.Name):
             return True
         if self._imports is None:
-            counter = _ImportCounter()
-            self.ctx.module.visit(counter)
-            self._imports = counter.counts
+            self._imports = _import_counts(self.ctx.module)
         return self._imports.get(func.value, 0) <= 1
 
     def _rename(self, node, func, name: str, replacement: Replacement, args: Optional[List[cst.Arg]]) -> None:
@@ -326,22 +324,15 @@ class CudaAmpApi(Rule):
         return f"{self.ctx.torch_reference()}.device({choice.code}).type"
 
 
-class _ImportCounter(cst.CSTVisitor):
+def _import_counts(module: cst.Module) -> Dict[str, int]:
     """How many import statements of a file bind each local name."""
+    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.counts: Dict[str, int] = {}
-
-    def visit_Import(self, node: cst.Import) -> None:
-        self._count(node)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self._count(node)
-
-    def _count(self, node: cst.CSTNode) -> None:
-        for local in import_aliases(node):
-            self.counts[local] = self.counts.get(local, 0) + 1
+    counts: Dict[str, int] = {}
+    for statement in nodes_of(module, cst.Import, cst.ImportFrom):
+        for local in import_aliases(statement):
+            counts[local] = counts.get(local, 0) + 1
+    return counts
 
 
 def _literal_flags(args) -> Optional[Dict[str, bool]]:

@@ -58,7 +58,8 @@ STRING_READERS = frozenset(
     {"int", "float", "len", "tuple", "list", "parse", "parse_version", "Version", "LooseVersion", "StrictVersion",
      "digit_version"}
 )
-ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+#: Operator node types by name: LibCST is imported only once a file is parsed.
+ORDERINGS = frozenset({"LessThan", "LessThanEqual", "GreaterThan", "GreaterThanEqual"})
 
 
 class CudaVersionNone(Rule):
@@ -213,17 +214,17 @@ class CudaVersionNone(Rule):
                 return "`in`"
         else:
             return None
-        return "comparing it" if isinstance(compared, ORDERINGS) else None
+        return "comparing it" if type(compared).__name__ in ORDERINGS else None
 
 
 DEVICE_COUNTS = frozenset(
     {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
 )
-DIVISIONS = (cst.Divide, cst.FloorDivide, cst.Modulo, cst.DivideAssign, cst.FloorDivideAssign, cst.ModuloAssign)
+DIVISIONS = frozenset({"Divide", "FloorDivide", "Modulo", "DivideAssign", "FloorDivideAssign", "ModuloAssign"})
 #: ``count OP k`` holds for a count of 0: then the other branch has a nonzero count.
 COMPARISONS = {
-    cst.LessThan: operator.lt, cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt,
-    cst.GreaterThanEqual: operator.ge, cst.Equal: operator.eq, cst.NotEqual: operator.ne,
+    "LessThan": operator.lt, "LessThanEqual": operator.le, "GreaterThan": operator.gt,
+    "GreaterThanEqual": operator.ge, "Equal": operator.eq, "NotEqual": operator.ne,
 }
 
 
@@ -302,13 +303,13 @@ class DeviceCountDivisor(Rule):
         self._aliases: Dict[int, FrozenSet[str]] = {}
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if isinstance(node.operator, DIVISIONS) and not isinstance(
+        if type(node.operator).__name__ in DIVISIONS and not isinstance(
             node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
         ):
             self._check(node.right, "the modulo" if isinstance(node.operator, cst.Modulo) else "the division")
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, DIVISIONS):
+        if type(node.operator).__name__ in DIVISIONS:
             self._check(node.value, "the modulo" if isinstance(node.operator, cst.ModuloAssign) else "the division")
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -334,7 +335,7 @@ class DeviceCountDivisor(Rule):
             return POSITIVE
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             left, target = test.left, test.comparisons[0]
-            compare = COMPARISONS.get(type(target.operator))
+            compare = COMPARISONS.get(type(target.operator).__name__)
             if compare is None:
                 return NEUTRAL
             if self._counts(left) and isinstance(target.comparator, cst.Integer):
