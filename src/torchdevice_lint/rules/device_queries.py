@@ -72,7 +72,7 @@ class CudaVersionNone(Rule):
         "Checks for `torch.version.cuda` (or a name assigned it) used as a string: a method "
         "(`.split`, `.replace`), an index, `int()`/`float()`/`version.parse()`, an ordering "
         "comparison (`>= \"11.0\"`) or `+`, outside `if torch.version.cuda:` (`is not None`, "
-        "`x and ...`, `... if torch.version.cuda else ...`, an early return) and the availability checks."
+        "`x and ...`, `v if torch.version.cuda else None`, an early return) and the availability checks."
     )
     why = (
         "On CPU-only and MPS builds of torch `torch.version.cuda` is None, so "
@@ -239,7 +239,7 @@ class DeviceCountDivisor(Rule):
         "as a divisor or modulus, directly or through a name every assignment binds to it "
         "(`per_gpu = batch // num_gpus`, `rank % torch.cuda.device_count()`, `x /= args.n_gpu`, "
         "`divmod(n, num_gpus)`), outside a check of the count (`if num_gpus:`, `if n > 0:`, "
-        "`if n == 0: return`, `... if n else ...`) and the availability checks."
+        "`if n == 0: return`, `k // n if n else k`) and the availability checks."
     )
     why = (
         "Without a GPU the count is 0, and the division stops the program with ZeroDivisionError "
