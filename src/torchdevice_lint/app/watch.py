@@ -8,6 +8,7 @@ on a large tree the looks are spaced so that listing takes at most a third of th
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -49,8 +50,9 @@ def watch(
     try:
         note("Watching for file changes (Ctrl-C stops).")
         while True:
+            before = snapshot(watched())  # taken first: a change during the run counts
             run()
-            before = snapshot(watched())
+            sys.stdout.flush()  # the report, before the wait (stdout may be a pipe)
             while True:
                 started = time.monotonic()
                 now = snapshot(watched())
