@@ -124,3 +124,30 @@ def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_
     assert (tmp_path / "train.py").read_text() == hazards.replace('"model.pt")', '"model.pt", map_location="cpu")')
     assert (tmp_path / "vendor" / "lib" / "third_party.py").read_text() == hazards
     assert (tmp_path / "generated" / "out.py").read_text() == hazards
+
+
+def test_every_hook_runs_serially():
+    """pre-commit splits the files of a hook that may run in parallel into one batch per core:
+    each batch would start its own pool and print its own summary."""
+    import yaml  # pre-commit's own dependency
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert {hook["id"]: hook.get("require_serial") for hook in hooks} == {"torchdevice-lint": True, "torchdevice-fix": True}
+
+
+@pytest.mark.slow
+def test_pre_commit_run_on_many_files_runs_each_hook_once(tmp_path, hook_repo, pre_commit_home):
+    """30 files, on a machine with more than one core: one report and one fix summary."""
+    git("init", "-q", cwd=tmp_path)
+    for index in range(30):
+        (tmp_path / f"module_{index:02}.py").write_text("import torch\nx = torch.ones(2)\n")
+    (tmp_path / "module_29.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("m.pt")\n')
+    config = readme_snippet().replace("https://github.com/OWNER/torchdevice-lint", str(hook_repo))
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    git("add", ".", cwd=tmp_path)
+
+    result = pre_commit("run", "--all-files", cwd=tmp_path, home=pre_commit_home)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert output.count("Fixed ") + output.count("Nothing to fix.") == 1, output
+    assert output.count("files checked") == 1 and "Found 1 finding in 1 of 30 files checked." in output, output
