@@ -30,7 +30,29 @@ def test_strict_table_lists_every_opt_in_rule():
         assert fix.startswith(SAFETY_WORDS[opt_in[code].fix_safety.value]), code
 
 
-def test_test_command_comes_after_the_torch_note_with_the_cpu_index():
-    torch_note = README.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
-    test_command = README.index("pip install -e '.[test]' && python -m pytest -q")
-    assert torch_note < test_command
+CI_RUN = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+
+
+def bash_blocks(text):
+    return re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+
+
+def readme_test_command():
+    return next(block.strip() for block in bash_blocks(README) if "pytest" in block)
+
+
+def test_test_command_comes_after_the_torch_step_with_the_cpu_index():
+    torch_step = README.index("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+    assert torch_step < README.index(readme_test_command())
+
+
+def test_torch_step_pins_the_torch_ci_installs():
+    pins = {re.search(r"torch==(\S+)", text).group(1) for text in (README.split("## Quick start", 1)[1], CI_RUN)}
+    assert pins == {"2.13.0"}
+
+
+def test_ci_runs_the_readme_test_command_and_then_the_tests_it_leaves_out():
+    command = readme_test_command()
+    assert command == """pip install -e '.[test]' && python -m pytest -q -m "not slow\""""
+    lines = [line.strip() for line in CI_RUN.splitlines()]
+    assert lines.index('python -m pytest -q -m slow') == lines.index(command) + 1
