@@ -56,3 +56,25 @@ def test_ci_runs_the_readme_test_command_and_then_the_tests_it_leaves_out():
     assert command == """pip install -e '.[test]' && python -m pytest -q -m "not slow\""""
     lines = [line.strip() for line in CI_RUN.splitlines()]
     assert lines.index('python -m pytest -q -m slow') == lines.index(command) + 1
+
+
+def test_quick_start_prints_what_the_readme_says(monkeypatch, capsys):
+    """The quick start's command on the bundled example, run from the repository root."""
+    from torchdevice_lint import cli
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert cli.fix_main(["--no-cache", "--diff", "--unsafe-fixes", "examples/"]) == 1
+    said = re.search(r"It ends `(.*?)`", README.split("## Quick start", 1)[1]).group(1)
+    assert capsys.readouterr().err.splitlines() == [said]
+
+
+def test_a_finding_without_a_fix_for_the_target_torch_is_explained_as_the_readme_shows(tmp_path, monkeypatch, capsys):
+    from torchdevice_lint import cli
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "train.py"
+    (tmp_path / "train.py").write_text(example.read_text())
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n\n[project.optional-dependencies]\nruntime = ["torch>=2.0"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert cli.fix_main(["--no-cache", "--diff", "--unsafe-fixes", "train.py"]) == 1
+    shown = re.search(r"```text\n(1 finding remains.*?)```", README, re.DOTALL).group(1)
+    assert capsys.readouterr().err.splitlines()[1:] == shown.splitlines()

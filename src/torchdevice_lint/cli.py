@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 import traceback
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -25,6 +24,7 @@ from .app.docs import rule_page, write_rule_docs
 from .app.output import (
     FORMATS,
     FORMATS_WITH_EDITS,
+    fix_summary,
     MACHINE_FORMATS,
     printable,
     render,
@@ -41,7 +41,6 @@ from .app.sources import SourceError, SourceFile, decode, read_source
 from .app.watch import pyprojects_above, watch
 from .engine.engine import Engine
 from .model.findings import FileResult
-from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings
 from .project.model import Projects
 from .rules import all_rules, rule_by_code
@@ -446,7 +445,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     results.sort(key=lambda r: r.path)
     if from_check and not args.diff:
         if not args.quiet:
-            _error(_fix_summary(results, [], args, run.unsafe_fixes))
+            _error(fix_summary(results, [], False, run.unsafe_fixes, resolver))
         remaining = [r.remaining or FileResult(r.path, error=r.error) for r in results]
         return _report(remaining, _texts(remaining), missing, args)
     for result in results:
@@ -458,7 +457,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
-        for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
+        for line in fix_summary(results, remaining, args.diff or args.check, run.unsafe_fixes, resolver).splitlines():
             _error(line)
     return _fix_exit(results, args, missing)
 
@@ -471,28 +470,6 @@ def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
     return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN
-
-
-def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> str:
-    applied: Counter = Counter()
-    for result in results:
-        applied.update(result.applied)
-    changed = sum(1 for r in results if r.changed)
-    verb = "Would fix" if (args.diff or args.check) else "Fixed"
-    total = sum(applied.values())
-    if total:
-        rules = ", ".join(f"{code} x{count}" for code, count in sorted(applied.items()))
-        lines = [f"{verb} {total} finding{'s' if total != 1 else ''} in {changed} file{'s' if changed != 1 else ''} ({rules})."]
-    else:
-        lines = ["Nothing to fix."]
-    left = [f for r in remaining for f in r.findings]
-    if left:
-        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
-        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
-        if more and not unsafe:
-            line += f" ({more} fixable with --unsafe-fixes)"
-        lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover

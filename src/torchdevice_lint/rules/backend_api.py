@@ -8,7 +8,7 @@ from typing import Optional
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
 from ..knowledge.backends import missing_text
-from ..model.fixes import Applicability, ImportSpec
+from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
@@ -302,7 +302,10 @@ class CudaAmpApi(Rule):
         if leaf not in AMP_REPLACEMENTS:
             return
         message = self.message.format(leaf)
-        if self.ctx.settings.target_version() < AMP_REPLACEMENTS[leaf] or any(a.star for a in node.args):
+        if self.ctx.settings.target_version() < AMP_REPLACEMENTS[leaf]:
+            self.report(node, message, display_only(self, needs_target(self.fix_title.format(leaf), AMP_REPLACEMENTS[leaf])))
+            return
+        if any(a.star for a in node.args):
             self.report(node, message, display_only(self, self.fix_title.format(leaf)))
             return
         if sum(1 for a in node.args if a.keyword is None) > len(OLD_AMP_POSITIONAL[leaf]):
