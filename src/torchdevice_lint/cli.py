@@ -226,6 +226,8 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
         parser.error("--fix and --diff cannot be combined with --add-noqa or --statistics")
     if args.diff and args.output_file:
         parser.error("--diff prints the diff to stdout; it cannot be combined with --output-file")
+    if args.watch and "-" in args.paths:
+        parser.error("--watch watches files; it cannot read stdin")
     if args.watch:
         return watch(lambda: _checked(argparse.Namespace(**vars(args))), lambda: _watched_files(args), _error)
     return _checked(args)
