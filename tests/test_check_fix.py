@@ -107,6 +107,15 @@ def test_extend_reads_the_extended_table_under_its_own_keys(project, capsys):
     assert code == 1 and out.splitlines() == [line for line in out.splitlines() if "TDV101" in line] and len(out.splitlines()) == 1
 
 
+def test_extend_adds_to_the_extended_files_extend_select(project, capsys):
+    (project / "pyproject.toml").write_text('[tool.torchdevice-lint]\nextend-select = ["TDV904"]\n')
+    (project / "sub").mkdir()
+    (project / "sub" / "pyproject.toml").write_text('[tool.torchdevice-lint]\nextend = "../pyproject.toml"\nextend-select = ["TDV902"]\n')
+    (project / "sub" / "train.py").write_text("import torch\nnet = torch.nn.DataParallel(net)\nx = x.pin_memory()\n")
+    code, out, _ = run(capsys, cli.lint_main, "check", "--no-cache", "--output-format", "concise", "sub/train.py")
+    assert code == 1 and [line.split()[1] for line in out.splitlines()] == ["TDV904", "TDV902"]
+
+
 def test_extend_in_a_circle_is_a_configuration_error(project, capsys):
     (project / "other").mkdir()
     (project / "other" / "pyproject.toml").write_text('[tool.torchdevice-lint]\nextend = "../pyproject.toml"\n')

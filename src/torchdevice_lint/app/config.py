@@ -64,7 +64,7 @@ def _table(path: Path) -> Optional[dict]:
 
 def _extended_table(path: Path, seen: Sequence[Path] = ()) -> dict:
     """The table of ``path`` on top of the one its ``extend`` names (relative to ``path``, as in
-    ruff), recursively; keys set here replace the extended file's."""
+    ruff), recursively; keys set here replace the extended file's, ``extend-*`` lists add to them."""
     table = _table(path) or {}
     if not isinstance(table, dict) or "extend" not in table:
         return table
@@ -77,7 +77,11 @@ def _extended_table(path: Path, seen: Sequence[Path] = ()) -> dict:
         raise ConfigError(f"{path}: extend makes a circle: {' -> '.join(str(p) for p in [*chain, base_path])}")
     if not base_path.is_file():
         raise ConfigError(f"{path}: extend names {base_path}, which does not exist")
-    merged = {**_extended_table(base_path, chain), **table}
+    inherited = _extended_table(base_path, chain)
+    merged = {**inherited, **table}
+    for key in ("extend-select", "extend-exclude"):  # added to, as in ruff, not replaced
+        if isinstance(inherited.get(key), list) and isinstance(table.get(key), list):
+            merged[key] = inherited[key] + table[key]
     del merged["extend"]
     return merged
 
