@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
-from ..model.fixes import Applicability, ImportSpec
+from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import import_aliases, source_of
 from .common import display_only, fresh_args, keyword_arg
@@ -257,7 +257,11 @@ class CudaAmpApi(Rule):
             return self.fix_title.format(f"torch.{spelled}({argument})")
 
         suggestion = display_only(self, shown(replacement.new))
-        if spelling is None or (args is not None and any(arg.star for arg in args)):
+        if spelling is None:
+            spelled, first = replacement.older or (replacement.new, replacement.since)
+            self.report(node, message, display_only(self, needs_target(shown(spelled), first)))
+            return
+        if args is not None and any(arg.star for arg in args):
             self.report(node, message, suggestion)
             return
         if replacement.device_keyword:
@@ -296,8 +300,12 @@ class CudaAmpApi(Rule):
             and (name in self.ctx.aliases or name not in self.ctx.bound_names(self.ctx.module))
             for name in ("sdpa_kernel", "SDPBackend")
         )
-        if flags is None or not free or self.ctx.settings.target_version() < SDPA_KERNEL_SINCE:
-            self.report(node, message, display_only(self, self.fix_title.format("torch.nn.attention.sdpa_kernel([...])")))
+        title = self.fix_title.format("torch.nn.attention.sdpa_kernel([...])")
+        if flags is None or not free:
+            self.report(node, message, display_only(self, title))
+            return
+        if self.ctx.settings.target_version() < SDPA_KERNEL_SINCE:
+            self.report(node, message, display_only(self, needs_target(title, SDPA_KERNEL_SINCE)))
             return
         backends = ", ".join(f"SDPBackend.{member}" for flag, member in SDP_BACKENDS if flags[flag])
         call = cst.parse_expression(f"sdpa_kernel([{backends}])")

@@ -10,7 +10,7 @@ from typing import Dict, List, Optional, Set
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
 from ..knowledge.backends import missing_text
-from ..model.fixes import Applicability, ImportSpec
+from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..knowledge.value_checks import assigned_values, name_uses
 from ..syntax.cst_nodes import dotted_name, source_of
@@ -386,9 +386,10 @@ class CudaEventTiming(Rule):
         ctx = self.ctx
         functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
         clock_taken = ctx.aliases.get("time", "time") != "time" or any("time" in ctx.bound_names(f) for f in functions)
-        too_old = idiom.backend == "accelerator" and ctx.settings.target_version() < ACCELERATOR_SINCE
-        if too_old or clock_taken or not idiom.rewritable:
+        if clock_taken or not idiom.rewritable:
             return None
+        if idiom.backend == "accelerator" and ctx.settings.target_version() < ACCELERATOR_SINCE:
+            return display_only(self, needs_target(self.fix_title, ACCELERATOR_SINCE))
         torch_name, module = ctx.torch_reference(), idiom.backend
         sync = cst.parse_statement(f"if {torch_name}.{module}.is_available():\n    {torch_name}.{module}.synchronize()\n")
 
