@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 from torchdevice_lint import api
-from torchdevice_lint.app import baseline as baselines
+from torchdevice_lint.project import baseline as baselines
 from torchdevice_lint.model.findings import FileResult
 from torchdevice_lint.model.settings import ConfigError, Settings
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__, api
-from .app import baseline as baselines
+from .project import baseline as baselines
 from .app.config import SettingsResolver
 from .engine.engine import Engine
 from .model.findings import Finding

@@ -293,7 +293,7 @@ def _result_to_dict(result: FileResult) -> dict:
     return {
         "parsed": result.parsed,
         "error": result.error.message if result.error else None,
-        # with what a baseline matches findings by (``app/baseline.py``), which JSON output leaves out
+        # with what a baseline matches findings by (``project/baseline.py``), which JSON output leaves out
         "findings": [{**finding.as_dict(), "scope": finding.scope, "statement": finding.statement} for finding in result.findings],
     }
 

@@ -18,7 +18,7 @@ import libcst as cst
 from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
 from ..knowledge.project_facts import ProjectFacts
-from ..model.fixes import Fix, ImportSpec
+from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
 from ..syntax.positions import statement_first_lines
@@ -363,6 +363,8 @@ class FileContext:
         return DeviceChoice(name, needs_binding=True)
 
     def report(self, rule: Reporter, node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+        if fix is not None and fix.replacements and not self.settings.is_fixable(rule.code):
+            fix = Fix(fix.message, Applicability.DISPLAY_ONLY)  # `unfixable`: shown, never applied
         self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))
 
 

@@ -1,5 +1,5 @@
 """Where a finding stands, in terms that survive edits around it: the functions and classes
-enclosing it and the code of its statement, normalised. A baseline (``app/baseline.py``) matches
+enclosing it and the code of its statement, normalised. A baseline (``project/baseline.py``) matches
 findings by these rather than by line, so lines inserted above a finding or a reformatted file
 leave it matched."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..model.findings import FileResult, Finding
-from ..model.settings import ConfigError
+from ..model.settings import ConfigError, Settings
 
 VERSION = 1
 #: (file, code, scope, statement)
@@ -175,3 +175,27 @@ def _write_atomically(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise ConfigError(f"baseline {path}: cannot write it: {error.strerror or error}") from None
+
+
+def configured(settings: Settings, given: Optional[str] = None, disabled: bool = False) -> Optional[Baseline]:
+    """The baseline a run reads: ``given`` (``--baseline``), else the ``baseline`` of
+    ``settings`` (relative to its pyproject.toml); none with ``--no-baseline``."""
+    if disabled or not (given or settings.baseline):
+        return None
+    if given:
+        return load(given)
+    path = os.path.join(settings.root, settings.baseline)
+    return load(os.path.relpath(path) if os.path.abspath(path).startswith(os.getcwd() + os.sep) else path)
+
+
+def apply(baseline: Optional[Baseline], results: Sequence[FileResult]) -> Tuple[List[FileResult], Optional[Filtered]]:
+    """``results`` less what ``baseline`` holds (all of them without one), and the count."""
+    if baseline is None:
+        return list(results), None
+    filtered = filter_results(baseline, results)
+    return filtered.results, filtered
+
+
+def rewrite(path: str, results: Iterable[FileResult]) -> int:
+    """``write`` over the file at ``path``, keeping its entries for files not checked."""
+    return write(path, results, load(path) if os.path.exists(path) else None)
