@@ -269,6 +269,16 @@ def test_fix_exits_0_when_only_baselined_findings_remain(project):
     assert run("fix", ".", cwd=project).returncode == 1
 
 
+def test_check_fix_reports_what_remains_less_the_baseline(project):
+    run("check", "--write-baseline", "baseline.json", ".", cwd=project)
+    (project / "train.py").write_text(MOVED)
+    result = run("check", "--fix", "--baseline", "baseline.json", "--output-format", "concise", ".", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert [line.split(": ")[1].split()[0] for line in result.stdout.splitlines()] == ["TDV101"]
+    assert "return model(batch.cuda())" in (project / "train.py").read_text().splitlines()[int(result.stdout.split(":")[1]) - 1]
+    assert "2 findings baselined in baseline.json." in result.stderr
+
+
 def test_fix_refuses_an_unreadable_baseline_before_writing_any_file(project):
     (project / "baseline.json").write_text("{")
     result = run("fix", "--unsafe-fixes", "--baseline", "baseline.json", ".", cwd=project)
