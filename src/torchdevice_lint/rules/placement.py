@@ -22,6 +22,10 @@ from .common import (
 )
 
 _KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
+#: What the fix writes where no device is bound: the module-level binding, or, where that name is
+#: taken, the expression itself (the examples' default target torch).
+INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+DEVICE = f"device = {INLINE}\n"
 
 
 class CudaMethodCall(Rule):
@@ -87,9 +91,31 @@ class CudaMethodCall(Rule):
             fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",
             count=2,
         ),
+        # forward's input, known to be a tensor (a list or an int has no `.size()`): its device
         Invalid(
-            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).cuda(0)\n        return x * mask\n",
-            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        n = x.size(1)\n        mask = torch.ones(n).cuda(0)\n        return x * mask\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        n = x.size(1)\n        mask = torch.ones(n).to(x.device)\n        return x * mask\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x * torch.ones(3).cuda()\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x * torch.ones(3).to(x.device)\n",
+        ),
+        # an input that may be a list of crops or a tuple of outputs has no `.device`
+        Invalid(
+            "import torch\n\nclass MultiCrop(torch.nn.Module):\n    def forward(self, inputs):\n"
+            "        ids = torch.arange(len(inputs)).cuda()\n        return [self.backbone(crop) for crop in inputs], ids\n",
+            fixed="import torch\n\n"
+            f'{DEVICE}\n'
+            "class MultiCrop(torch.nn.Module):\n    def forward(self, inputs):\n"
+            "        ids = torch.arange(len(inputs)).to(device)\n        return [self.backbone(crop) for crop in inputs], ids\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Loss(torch.nn.Module):\n    def forward(self, predictions, targets):\n"
+            "        loc, conf = predictions\n        zeros = torch.zeros(conf.size(0)).cuda()\n        return loc, zeros\n",
+            fixed="import torch\n\n"
+            f'{DEVICE}\n'
+            "class Loss(torch.nn.Module):\n    def forward(self, predictions, targets):\n"
+            "        loc, conf = predictions\n        zeros = torch.zeros(conf.size(0)).to(device)\n        return loc, zeros\n",
         ),
         Invalid(
             "def load(model):\n    return model.cuda()\n",
@@ -169,6 +195,34 @@ class CudaMethodCall(Rule):
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
+        # a `device` that is a function, a class or torch's own `device`: never written into `.to(...)`
+        Invalid(
+            'import torch\n\n\ndef device():\n    return "cpu"\n\n\ndef run(x):\n    return x.cuda()\n',
+            fixed=f'import torch\n\n\ndef device():\n    return "cpu"\n\n\ndef run(x):\n    return x.to({INLINE})\n',
+        ),
+        Invalid(
+            "from torch import device\nimport torch\nx = torch.ones(2).cuda()\n",
+            fixed=f"from torch import device\nimport torch\nx = torch.ones(2).to({INLINE})\n",
+        ),
+        # a parameter callers may leave None is no device
+        Invalid(
+            "import torch\n\ndef run(model, device=None):\n    return model.cuda()\n",
+            fixed=f"import torch\n\ndef run(model, device=None):\n    return model.to({INLINE})\n",
+        ),
+        # the configured name binds torch (NFKC: the fullwidth spelling is the same name)
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n",
+            fixed=f"import torch\nx = torch.ones(2).to({INLINE})\n",
+            config={"device-name": "\uff54\uff4f\uff52\uff43\uff48"},
+        ),
+        # the file places on CUDA-or-CPU itself: the fix keeps that convention (no MPS on a Mac)
+        Invalid(
+            "import torch\n\n\ndef helper(x):\n    return x.cuda()\n\n\ndef main(model, x):\n"
+            "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+            "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
+            "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -188,17 +242,17 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
         rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
         return
     avoid = receiver.value if isinstance(receiver, cst.Name) else None
-    choice = rule.ctx.device_expression(avoid=avoid)
-    device = choice.expression()
+    choice = rule.ctx.device_expression(avoid=avoid, evaluated_before=receiver)
 
     def replace(updated: cst.Call) -> cst.Call:
         kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
         return updated.with_changes(
             func=updated.func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(device)] + fresh_args(kept),
+            args=[cst.Arg(choice.expression())] + fresh_args(kept),
         )
 
-    rule.report(node, message, rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
+    fix = rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding, imports=choice.imports())
+    rule.report(node, message, fix)
 
 
 def _parameterless(name: Optional[str], call: cst.Call) -> bool:
@@ -361,9 +415,9 @@ class HardcodedCudaDevice(Rule):
         return availability_check(self.ctx)
 
     def fallback_for(self, quote: str) -> str:
-        """Where a device defined by the literal goes when its backend is missing: MPS, then the CPU."""
-        torch = self.ctx.torch_reference()
-        return f"{quote}mps{quote} if {torch}.backends.mps.is_available() else {quote}cpu{quote}"
+        """Where a device defined by the literal goes when its backend is missing: MPS, then the
+        CPU; the CPU alone in a file whose own placement is CUDA-or-CPU (``engine/devices.py``)."""
+        return self.ctx.devices.fallback(quote)
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         name = self.ctx.qualname(call.func)
@@ -418,14 +472,19 @@ class HardcodedCudaDevice(Rule):
             fix = display_only(self, self.fix_title)
         elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            guarded = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
-            if isinstance(self.ctx.parent(), cst.IfExp):  # an arm of another conditional
-                guarded = guarded.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
+            parenthesized = isinstance(self.ctx.parent(), cst.IfExp)  # an arm of another conditional
+
+            def guarded(_: cst.CSTNode) -> cst.BaseExpression:
+                # the fallback is read when the fix is applied: the file's convention is known then
+                expression = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
+                return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if parenthesized else expression
+
+            fix = self.make_fix({replaced: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()
-            device = choice.expression()
-            fix = self.make_fix({replaced: lambda _: device}, needs_device_binding=choice.needs_binding)
+            fix = self.make_fix(
+                {replaced: lambda _: choice.expression()}, needs_device_binding=choice.needs_binding, imports=choice.imports()
+            )
         self.report(literal, message, fix)
 
 
