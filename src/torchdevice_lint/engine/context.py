@@ -19,9 +19,10 @@ from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
+from ..syntax.bindings import normalized
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
 from ..syntax.positions import statement_first_lines
-from .devices import DeviceChoice, DeviceChooser, normalized
+from .devices import DeviceChoice, DeviceChooser
 
 if TYPE_CHECKING:
     from ..inference import FileInference
@@ -291,7 +292,7 @@ class FileContext:
         return DeviceChooser(self)
 
     def device_expression(self, avoid: Optional[str] = None, evaluated_before: Optional[cst.CSTNode] = None) -> DeviceChoice:
-        """The device a fix writes at the visited node (DESIGN.md, ``devices.py``): a ``device``
+        """The device a fix writes at the visited node (``devices.py``): a ``device``
         bound to a device here, else the input of a ``forward`` known to be a tensor (unless
         that is ``avoid``, the value being moved; ``evaluated_before`` runs before the device is
         read), else the module-level binding, else the expression itself."""

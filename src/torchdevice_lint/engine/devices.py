@@ -1,4 +1,4 @@
-"""Which device a fix writes, and when a name may be written at all (DESIGN.md, "Fixes").
+"""Which device a fix writes, and when a name may be written at all.
 
 A fix writes a device expression only where it is proven:
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 import symtable
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -35,7 +34,8 @@ import libcst as cst
 from ..inference.tensors import TENSOR_ONLY_ATTRIBUTES, TensorFacts, evidence
 from ..model.fixes import ImportSpec
 from ..syntax.ast_nodes import dotted_name as python_dotted_name
-from ..syntax.cst_nodes import import_aliases, qualified, string_value
+from ..syntax.bindings import BindingValues, all_params, normalized
+from ..syntax.cst_nodes import qualified, string_value
 from ..syntax.positions import twins_along
 
 #: The CUDA-or-CPU binding, for files whose own placement is CUDA-or-CPU.
@@ -47,11 +47,6 @@ PICKS_OTHER_ACCELERATORS = re.compile(r"""\bmps\b|["']mps|\baccelerator\b""")
 #: Calls whose result is a device when the machine has an accelerator (None otherwise): one arm
 #: of a conditional, or the left of ``or``, that the other side completes.
 ACCELERATOR_CALLS = ("torch.accelerator.current_accelerator",)
-
-
-def normalized(name: str) -> str:
-    """The name Python binds: identifiers are NFKC-normalized (a fullwidth ``ｔｏｒｃｈ`` is ``torch``)."""
-    return unicodedata.normalize("NFKC", name)
 
 
 def names_device_string(text: Optional[str], formatted: bool = False) -> bool:
@@ -103,86 +98,6 @@ def cst_evidence(node: Optional[cst.CSTNode]) -> frozenset:
         elif not isinstance(current, (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             stack.extend(current.children)
     return frozenset(found)
-
-
-class BindingValues(cst.CSTVisitor):
-    """Every binding of one name directly in a scope, with the value bound (None for a binding
-    that is no plain assignment: a loop target, an import, a ``def``, ``x += ...``)."""
-
-    def __init__(self, root: cst.CSTNode, name: str) -> None:
-        super().__init__()
-        self.root, self.name = root, name
-        self.values: List[Optional[cst.BaseExpression]] = []
-
-    def _names(self, target: cst.CSTNode) -> bool:
-        return isinstance(target, cst.Name) and normalized(target.value) == self.name
-
-    def _unpacked(self, target: cst.CSTNode) -> bool:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            return any(self._unpacked(element.value) for element in target.elements)
-        if isinstance(target, cst.StarredElement):
-            return self._unpacked(target.value)
-        return self._names(target)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node is self.root:
-            return True
-        if self._names(node.name):
-            self.values.append(None)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        if node is self.root:
-            return True
-        if self._names(node.name):
-            self.values.append(None)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return node is self.root
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if self._names(target.target):
-                self.values.append(node.value)
-            elif self._unpacked(target.target):
-                self.values.append(None)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None and self._names(node.target):
-            self.values.append(node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self._names(node.target):
-            self.values.append(None)
-
-    def visit_For(self, node: cst.For) -> None:
-        if self._unpacked(node.target):
-            self.values.append(None)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        if self._unpacked(node.name):
-            self.values.append(None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        if self._names(node.target):
-            self.values.append(node.value)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        if any(normalized(local) == self.name for local in import_aliases(node)):
-            self.values.append(None)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar) or any(normalized(local) == self.name for local in import_aliases(node)):
-            self.values.append(None)
-
-
-def _params(params: cst.Parameters) -> List[cst.Param]:
-    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            found.append(star)
-    return found
 
 
 class DeviceChooser:
@@ -280,7 +195,7 @@ class DeviceChooser:
         return self._values[key]
 
     def params_named(self, scope: cst.CSTNode, name: str) -> List[cst.Param]:
-        return [param for param in _params(scope.params) if normalized(param.name.value) == name]
+        return [param for param in all_params(scope.params) if normalized(param.name.value) == name]
 
     def binds(self, scope: cst.CSTNode, name: str) -> bool:
         if isinstance(scope, (cst.FunctionDef, cst.Lambda)) and self.params_named(scope, name):
@@ -289,8 +204,13 @@ class DeviceChooser:
 
     def shadowed_here(self, name: str) -> bool:
         """Whether a scope the node runs in (other than the module) binds ``name``, hiding a
-        module-level binding of it."""
-        return any(self.binds(scope, name) for scope in self.executing_scopes())
+        module-level binding of it (a class body only for code directly in it: methods do not
+        see it)."""
+        running = self.executing_scopes()
+        return any(
+            self.binds(scope, name) for depth, scope in enumerate(reversed(running))
+            if depth == 0 or not isinstance(scope, cst.ClassDef)
+        )
 
     # -- a name bound to a device ---------------------------------------------------------
     def binding_scope(self, name: str) -> Optional[cst.CSTNode]:

@@ -1,5 +1,5 @@
 """Which names of a function certainly hold a tensor when a statement runs: what a fix may
-write ``name.device`` of (DESIGN.md, "Fixes").
+write ``name.device`` of.
 
 A must-analysis over the function's statements, on CPython's tree. A name is known to be a
 tensor when it is a parameter annotated as one (``x: torch.Tensor``, without a ``None``
