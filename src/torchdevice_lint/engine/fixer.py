@@ -191,16 +191,14 @@ def binding_statement(analysis: Analysis, body: Sequence[cst.CSTNode], index: in
 
 
 def missing_imports(body: Sequence[cst.CSTNode], imports: Iterable[ImportSpec]) -> List[ImportSpec]:
-    """Those of ``imports`` the file's top-level imports do not bind already. (AddImportsVisitor
+    """Those of ``imports`` the file's top-level imports (and those of a top-level ``try``) do not
+    bind already. (AddImportsVisitor
     misses imports below a leading statement, and each of its passes is a transform of the
     whole module.)"""
-    bound = {
-        local: qualified
-        for statement in body
-        if isinstance(statement, cst.SimpleStatementLine)
-        for small in statement.body
-        for local, qualified in import_aliases(small).items()
-    }
+    lines = [statement for statement in body if isinstance(statement, cst.SimpleStatementLine)]
+    # ``try: import torch ... except ImportError: ...`` at the top binds torch for what follows
+    lines += [inner for statement in body if isinstance(statement, cst.Try) for inner in statement.body.body if isinstance(inner, cst.SimpleStatementLine)]
+    bound = {local: qualified for statement in lines for small in statement.body for local, qualified in import_aliases(small).items()}
     return [spec for spec in dict.fromkeys(imports) if not _already_bound(spec, bound)]
 
 

@@ -41,8 +41,10 @@ class CudaMethodCall(Rule):
         "keeps the code runnable everywhere."
     )
     fix_safety_note = (
-        "The fix moves to the `device` in scope (or the input's device inside `forward`, or a "
-        "module-level `device` it defines), which may differ from the CUDA device `.cuda(N)` named."
+        "The fix moves to the `device` bound to a device where the line runs (or, inside "
+        "`forward`, to the device of an input known to be a tensor, or to a module-level `device` "
+        "it defines; where that name is taken, the expression itself), which may differ from "
+        "the CUDA device `.cuda(N)` named."
     )
     triggers = Unguarded(lambda facts: facts.calls_named.get("cuda", ()))
     valid = (
@@ -215,6 +217,11 @@ class CudaMethodCall(Rule):
             fixed=f"import torch\nx = torch.ones(2).to({INLINE})\n",
             config={"device-name": "\uff54\uff4f\uff52\uff43\uff48"},
         ),
+        # torch imported inside a top-level `try`: not imported a second time
+        Invalid(
+            "try:\n    import torch\nexcept ImportError:\n    raise\n\nx = torch.ones(2).cuda()\n",
+            fixed=f"try:\n    import torch\nexcept ImportError:\n    raise\n\n{DEVICE}\nx = torch.ones(2).to(device)\n",
+        ),
         # the file places on CUDA-or-CPU itself: the fix keeps that convention (no MPS on a Mac)
         Invalid(
             "import torch\n\n\ndef helper(x):\n    return x.cuda()\n\n\ndef main(model, x):\n"
@@ -282,10 +289,11 @@ class HardcodedCudaDevice(Rule):
         "of an availability check (`\"cuda\" if torch.cuda.is_available() else \"cpu\"`) is fine."
     )
     fix_safety_note = (
-        'A literal used as a device becomes the `device` in scope (or a module-level one the fix '
-        'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
-        'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
-        'the CPU). Either may pick another GPU than `"cuda:N"` named.'
+        'A literal used as a device becomes the `device` bound there (or a module-level one the '
+        'fix defines); a literal that defines a device becomes `"cuda" if '
+        'torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"` '
+        '(a Mac gets its GPU, not the CPU; in a file that places on CUDA-or-CPU behind its own '
+        'check, `"cpu"` stays the fallback). Either may pick another GPU than `"cuda:N"` named.'
     )
     triggers = Unguarded(Placed(may_name_cuda, as_device=True).literals)
     valid = (
