@@ -1,19 +1,17 @@
 """Names a fix writes, proven on real code: ``torchdevice-fix --unsafe-fixes`` over every file
-under the given roots, with pyflakes run on each file before and after.
+under the given roots, each fixed file checked against its original by ``fix_checks.py``
+(code that knows nothing of how the fixes chose what to write):
 
-A fix must never write a name that is not bound where it runs, nor bind one the file already
-uses (DESIGN.md, "Fixes"). pyflakes sees both: an undefined name (``device`` used in a decorator
-of a module-level function when only another function binds it) and a redefinition (an inserted
-``device = ...`` over an imported ``device``). The count compares, per file, the multiset of
-(message kind, name) before and after, so a line shifted by an inserted binding is not a new
-finding, and names the file already left undefined (star imports, builtins of another Python)
-are not counted.
+* pyflakes: an undefined name or a redefinition the original did not have (a decorator naming
+  another function's ``device``; a ``device = ...`` inserted over an imported ``device``);
+* a name read where it is not certainly bound when the line runs (a function reading a
+  ``device`` that only the ``__main__`` block assigns, a local read above its assignment).
 
     python bench/fixed_names.py                     # the default roots (below), 2 processes
     python bench/fixed_names.py --root DIR ... --details
 
-It prints the files fixed, the fixes applied, files the fixer refused, and the new undefined
-names and redefinitions (goal: 0), each listed with ``--details``; exit 1 if any.
+It prints the files, the files fixed and fixes applied, the files the fixer refused, and the
+new undefined names and redefinitions (goal: 0), each listed with ``--details``; exit 1 if any.
 """
 
 from __future__ import annotations
@@ -25,7 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from pyflakes import checker, messages
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fix_checks import new_pyflakes_problems, new_unbound_names  # noqa: E402
 
 #: Real code held outside the repository: the tuning set, the first held-out set, the training
 #: scripts of bench/fixed_programs.py, the pinned library corpus (bench/corpus.py) and projects
@@ -37,28 +36,6 @@ DEFAULT_ROOTS = (
     "/work/eval/extra/repos",
     str(Path(__file__).resolve().parent / "corpus"),
 )
-#: What a fix may never add: a use of a name nothing binds, or a second binding of one.
-COUNTED = {
-    messages.UndefinedName: "undefined name",
-    messages.UndefinedLocal: "name used before its local binding",
-    messages.RedefinedWhileUnused: "redefinition",
-    messages.ImportShadowedByLoopVar: "redefinition",
-}
-TIMEOUT_S = 120
-
-
-def flagged(source: str, path: str) -> Counter:
-    """(kind, name) of each counted pyflakes message of ``source``; empty if it does not parse."""
-    try:
-        tree = compile(source, path, "exec", 0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
-    except (SyntaxError, ValueError):
-        return Counter()
-    found = checker.Checker(tree, filename=path)
-    return Counter(
-        (COUNTED[type(message)], str(message.message_args[0]))
-        for message in found.messages
-        if type(message) in COUNTED
-    )
 
 
 def _fix_one(path: str) -> Tuple[str, Optional[str], int, List[str]]:
@@ -75,8 +52,7 @@ def _fix_one(path: str) -> Tuple[str, Optional[str], int, List[str]]:
         return path, str(error), 0, []
     if not outcome.changed:
         return path, None, 0, []
-    new = flagged(outcome.source, path) - flagged(source, path)
-    problems = [f"{kind} `{name}`" for (kind, name), count in sorted(new.items()) for _ in range(count)]
+    problems = new_pyflakes_problems(source, outcome.source) + new_unbound_names(source, outcome.source)
     return path, None, sum(outcome.applied.values()), problems
 
 
@@ -107,9 +83,10 @@ def main(argv=None) -> int:
     print(f"roots: {', '.join(present)}")
     print(f"files: {len(files)}; fixed: {len(fixed)}; fixes applied: {sum(r[1] for r in results.values())}")
     print(f"files the fixer left unchanged with an error: {len(refused)}")
-    kinds = Counter(text.split(" `")[0] for _, text in problems)
-    print(f"new undefined names: {kinds['undefined name'] + kinds['name used before its local binding']}")
-    print(f"new redefinitions: {kinds['redefinition']}")
+    kinds = Counter("redefinition" if text.startswith("redefinition") else "pyflakes" if text.startswith("undefined") else "unbound" for _, text in problems)
+    print(f"new undefined names (pyflakes): {kinds['pyflakes']}")
+    print(f"new names read where they are not certainly bound: {kinds['unbound']}")
+    print(f"new redefinitions (pyflakes): {kinds['redefinition']}")
     print(f"files with a new problem: {len({p for p, _ in problems})}")
     if options.details:
         for path, text in problems:
