@@ -232,7 +232,8 @@ class CudaAmpApi(Rule):
     fix_safety_note = (
         'The fix writes `torch.amp.autocast("cuda", ...)` / `torch.amp.GradScaler("cuda", ...)`, '
         "which behave exactly like the deprecated calls on every device. Where a device is at hand "
-        "(a `device` in scope, the input's device inside `forward`) the fix writes its type instead, "
+        "(a `device` bound to a device where the line runs, not one that may be None; inside "
+        "`forward`, an input known to be a tensor) the fix writes its type instead, "
         "`torch.amp.autocast(device.type)` (`torch.device(device).type` when `device` may be a "
         "string), so mixed precision follows the device: that fix is unsafe, because on the CPU "
         "autocast then really computes in bfloat16 where the CUDA call was disabled. "

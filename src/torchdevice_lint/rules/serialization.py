@@ -56,9 +56,16 @@ class LoadWithoutMapLocation(Rule):
         "torch.cuda.is_available() is False`."
     )
     fix_safety_note = (
-        'The fix passes the `device` in scope, or `"cpu"` when there is none: a device, never a '
-        'dict such as `{"cuda:0": "cpu"}` that misses checkpoints tagged `cuda:1`. Loading to the '
-        "CPU first is what `load_state_dict` needs on every device."
+        "Where the loaded state provably goes into the program's own tensors (every part of it "
+        'handed to `load_state_dict`, or moved with `.to(device)`), the fix passes `"cpu"` (or '
+        "the `device` bound there): the same result on every machine. Elsewhere (an EMA shadow, "
+        "a queue or a memory bank used as loaded) it passes `map_location=lambda storage, "
+        'location: storage if location.startswith("cuda") and not torch.cuda.is_available() '
+        "else None`: each tensor goes where it was saved, as before, unless that is CUDA and "
+        "CUDA is missing, where the original raised. Never a dict such as "
+        '`{"cuda:0": "cpu"}`, which misses checkpoints tagged `cuda:1`. `torch.jit.load` takes '
+        'no function: there the fix passes `None if torch.cuda.is_available() else "cpu"`, '
+        "unsafe, as a module saved on a Mac's MPS would load to the CPU."
     )
     triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
     valid = (
