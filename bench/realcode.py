@@ -115,11 +115,12 @@ def checkouts(pins: Sequence[Pin], root: Path) -> List[Path]:
 
 
 def run_check(folders: Sequence[Path]) -> List[dict]:
-    """``torchdevice-lint check --output-format json`` over the folders, in a child process."""
+    """``torchdevice-lint check --output-format json`` over the folders' ``.py`` files, in a child
+    process (the judged lists are of ``.py`` files; notebooks have bench/notebooks.py)."""
     command = [
         sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())",
         "check", "--no-cache", "--output-format", "json", "--extend-select", ",".join(OPT_IN_MEASURED),
-        *map(str, folders),
+        "--extend-exclude", "*.ipynb", *map(str, folders),
     ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode not in (0, 1, 2) or not done.stdout.strip():
@@ -193,12 +194,18 @@ def precision_table(located: Dict[Key, List[str]], judged: List[dict], sources: 
         if verdict == "true" and key[3] not in located.get(key[:3], [])
     )
     rows = []
+    total = Counter()
     for code in sorted(set(counts) | set(gone) | set(stale)):
         tally = counts[code]
+        total.update(tally)
         sample = tally["true"] + tally["false"]
         precision = f"{tally['true'] / sample:.2f}" if sample else "n/a"
         rows.append([code, tally["findings"], sample, tally["true"], tally["false"], precision,
                      tally["unjudged"], gone[code], stale[code]])
+    sample = total["true"] + total["false"]
+    rows.append(["all", total["findings"], sample, total["true"], total["false"],
+                 f"{total['true'] / sample:.2f}" if sample else "n/a", total["unjudged"],
+                 sum(gone.values()), sum(stale.values())])
     return rows
 
 

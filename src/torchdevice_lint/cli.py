@@ -42,6 +42,7 @@ from .engine.engine import Engine
 from .model.findings import FileResult
 from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings
+from .project.model import Projects
 from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -254,17 +255,19 @@ def _check_command(args: argparse.Namespace) -> int:
         if source is None:
             return EXIT_ERROR
         results = [] if _stdin_excluded(args, resolver, run) else [
-            check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
+            check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
-        sources = {source.path: source.text}
+        sources = source.texts_by_frame()
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
         try:
-            for settings, group in _groups(files, resolver):
-                results.extend(check_paths(Engine(settings, all_rules()), group, with_edits, jobs=args.jobs,
-                                           cache=_cache(args, settings, with_edits), on_done=progress.advance))
+            projects = _projects(files)
+            for settings, group, cache in groups:
+                results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
+                                           cache=cache, on_done=progress.advance))
         finally:
             progress.close()
         sources = _texts(results)
@@ -281,6 +284,17 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
+def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None) -> Projects:
+    """The projects of ``paths``, read here once, before any worker starts; a buffer given on
+    stdin stands for its file."""
+    projects = Projects()
+    for path in paths:
+        project = projects.of(path)
+        if buffer is not None and project is not None:
+            project.update(path, buffer.text)
+    return projects
+
+
 def _texts(results: Sequence[FileResult]) -> dict:
     """File texts for code frames, read only for files with findings, and decoded as they were
     for checking (a BOM, a PEP 263 declaration: a latin-1 file shows its own characters)."""
@@ -288,7 +302,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
     for result in results:
         if result.findings:
             try:
-                texts[result.filename] = read_source(result.filename).text
+                texts.update(read_source(result.filename).texts_by_frame())
             except SourceError:
                 pass
     return texts
@@ -354,7 +368,8 @@ def _fix_command(args: argparse.Namespace) -> int:
         if _stdin_excluded(args, resolver, run):
             sys.stdout.write("" if args.diff else source.text)
             return EXIT_CLEAN
-        result = fix_file(Engine(run, all_rules()), source.path, run.unsafe_fixes, write=False, source=source)
+        engine = Engine(run, all_rules(), _projects([source.path], source))
+        result = fix_file(engine, source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
             _error(str(result.error))
@@ -362,15 +377,18 @@ def _fix_command(args: argparse.Namespace) -> int:
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
     files, missing = _discover(args, resolver, run)
+    # Every group's cache directory is accepted or refused before the first file is written.
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
     for message in missing:
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
     results = []
     try:
         with StopOnInterrupt() as stop:
-            for settings, group in _groups(files, resolver):
-                results.extend(fix_paths(Engine(settings, all_rules()), group, settings.unsafe_fixes, write, jobs=args.jobs,
-                                         cache=_cache(args, settings, False), stop=lambda: stop.requested,
+            projects = _projects(files)
+            for settings, group, cache in groups:
+                results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
+                                         cache=cache, stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes

@@ -25,7 +25,7 @@ def _explicitly_selected(options) -> Tuple[str, ...]:
 class Plugin:
     name = "torchdevice-lint"
     version = __version__
-    _engine = api.engine()
+    _engine = api.engine(projects=api.Projects())
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
         # flake8's own ``ast`` is the engine's first stage: most files are never parsed again.
@@ -36,7 +36,7 @@ class Plugin:
     @classmethod
     def parse_options(cls, options) -> None:
         opt_in = _explicitly_selected(options)
-        cls._engine = api.engine(api.Settings(select=("TDV",) + opt_in))
+        cls._engine = api.engine(api.Settings(select=("TDV",) + opt_in), projects=api.Projects())
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
+from ..knowledge.project_facts import ProjectFacts
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.bindings import normalized
@@ -138,7 +139,9 @@ def binds_unconditionally(statement: cst.CSTNode, name: str) -> bool:
 
 
 class FileContext:
-    def __init__(self, path: str, source: str, module: cst.Module, settings: "Settings") -> None:
+    def __init__(
+        self, path: str, source: str, module: cst.Module, settings: "Settings", project: ProjectFacts = ProjectFacts()
+    ) -> None:
         self.path = path
         self.source = source
         self.module = module
@@ -157,7 +160,9 @@ class FileContext:
         self._first_binding: Dict[Tuple[int, str], int] = {}
         #: id(block) -> {id(statement): its index in the block}.
         self._statement_index: Dict[int, Dict[int, int]] = {}
-        self.flags = FlagDefaults(module)
+        #: What the file's project says (options, files saved from the CPU); empty alone.
+        self.project = project
+        self.flags = FlagDefaults(module, project)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.

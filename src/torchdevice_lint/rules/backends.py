@@ -15,8 +15,8 @@ from ..knowledge.backends import DEVICE_METHODS, OTHER_BACKENDS, backend_of_devi
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
-from .common import availability_check, method_name
-from .placement import HardcodedCudaDevice, report_device_method
+from .common import availability_check, method_name, report_device_method
+from .placement import HardcodedCudaDevice
 
 # Tensor and module methods that move to a backend: ``.xpu()`` is torch's own, ``.npu()`` and
 # ``.hpu()`` are added by torch_npu and Habana's bridge.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from ..engine.rule import Rule
+from ..inference.vocabulary import is_parameterless_module
 from ..knowledge.backends import availability_expression
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
@@ -133,3 +134,38 @@ def display_only(rule: Rule, message: str) -> Fix:
 def is_keyword(arg: "cst.Arg", name: str) -> bool:
     """Whether the argument is passed as ``name=...``."""
     return arg.keyword is not None and arg.keyword.value == name
+
+
+#: Arguments of ``.cuda()`` that ``.to(device)`` takes as they are.
+_KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
+
+
+def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
+    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
+    receiver = node.func.value
+    if rule.ctx.qualname(receiver) is not None:
+        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
+        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
+    method = node.func.attr.value
+    if any(arg.star for arg in node.args):
+        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
+        return
+    avoid = receiver.value if isinstance(receiver, cst.Name) else None
+    choice = rule.ctx.device_expression(avoid=avoid, evaluated_before=receiver)
+
+    def replace(updated: cst.Call) -> cst.Call:
+        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
+        return updated.with_changes(
+            func=updated.func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(choice.expression())] + fresh_args(kept),
+        )
+
+    fix = rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding, imports=choice.imports())
+    rule.report(node, message, fix)
+
+
+def _parameterless(name: Optional[str], call: cst.Call) -> bool:
+    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
+        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
+    )

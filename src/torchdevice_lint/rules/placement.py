@@ -6,22 +6,20 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Unguarded
-from ..inference.vocabulary import is_parameterless_module
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,
-    fresh_args,
     is_cuda_string,
     is_keyword,
     may_name_cuda,
     method_name,
     positional,
+    report_device_method,
 )
 
-_KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
 INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
@@ -76,6 +74,11 @@ class CudaMethodCall(Rule):
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
+        ),
+        # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
+        Valid(
+            "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
+            files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
         ),
     )
     invalid = (
@@ -230,42 +233,31 @@ class CudaMethodCall(Rule):
             "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
             "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
         ),
+        # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
+        Invalid(
+            "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
+            "        self.G = G\n        if self.gpu_mode:\n            self.G.cuda()\n",
+            fixed=(
+                "import torch\n\n" + DEVICE + "\n\nclass GAN:\n    def __init__(self, args, G):\n"
+                "        self.gpu_mode = args.gpu_mode\n        self.G = G\n        if self.gpu_mode:\n            self.G.to(device)\n"
+            ),
+            files={"main.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default=True)\n"},
+        ),
+        # `use_gpu()` only tests `--gpu_ids`, which defaults to "0" in options.py
+        Invalid(
+            "import torch\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+            "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.cuda()\n        return x\n",
+            fixed=(
+                "import torch\n\n" + DEVICE + "\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+                "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n"
+            ),
+            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "cuda" and not self.ctx.guarded:
             report_device_method(self, node, self.message)
-
-
-def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
-    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
-    receiver = node.func.value
-    if rule.ctx.qualname(receiver) is not None:
-        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
-    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
-        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
-    method = node.func.attr.value
-    if any(arg.star for arg in node.args):
-        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
-        return
-    avoid = receiver.value if isinstance(receiver, cst.Name) else None
-    choice = rule.ctx.device_expression(avoid=avoid, evaluated_before=receiver)
-
-    def replace(updated: cst.Call) -> cst.Call:
-        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
-        return updated.with_changes(
-            func=updated.func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(choice.expression())] + fresh_args(kept),
-        )
-
-    fix = rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding, imports=choice.imports())
-    rule.report(node, message, fix)
-
-
-def _parameterless(name: Optional[str], call: cst.Call) -> bool:
-    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
-        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
-    )
 
 
 def _names_a_device(target: cst.BaseExpression) -> bool:

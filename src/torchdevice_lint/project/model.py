@@ -1,0 +1,177 @@
+"""The project model: every module of a project read once (``facts.module_facts``), cached by
+content hash, and combined into what the rules ask of the whole project.
+
+A file's project is the nearest directory above it that marks one (``pyproject.toml``,
+``setup.py``, ``setup.cfg``, ``requirements*.txt``, ``environment.yml``, ``.git``); in a bare
+tree of scripts, the parent of its outermost package (``__init__.py`` folders). Where no file on
+disk is known (a buffer on stdin), the model is empty and each file is judged alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import os
+import stat
+import warnings
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, Optional
+
+from ..knowledge.project_facts import ProjectFacts
+from .facts import ModuleFacts, module_facts
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
+#: Folders never read for the model (virtualenvs, caches, build output).
+SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
+#: A project with more Python files than this is not read: its files are judged alone.
+MAX_FILES = 20_000
+#: A module larger than this is left out of the model (as the source reader refuses to check it).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+def project_root(path: str) -> Optional[Path]:
+    """The root of the project holding ``path`` (a file, or a buffer named as one), or None where
+    its folder is not on disk (``-``, ``<stdin>``)."""
+    if path in ("-", "stdin") or path.startswith("<"):
+        return None
+    file = Path(os.path.abspath(path))
+    if not file.parent.is_dir() or file.is_dir():
+        return None
+    for folder in file.parents:
+        if folder == Path.home() or folder.parent == folder:
+            break  # a home directory (dotfiles under git) or / is nobody's project
+        if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
+            return folder
+    top = file.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    return top
+
+
+class Project:
+    """One project's modules, their facts, and the option defaults they make together."""
+
+    def __init__(self, root: Path, cache: Optional["FactsCache"] = None) -> None:
+        self.root = root
+        self.cache = cache if cache is not None else FactsCache()
+        self.modules: Dict[str, ModuleFacts] = {}
+        self._facts: Optional[ProjectFacts] = None
+        files = list(itertools.islice(python_files(root), MAX_FILES + 1))
+        for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
+            self.modules[str(file)] = self.cache.facts_of_file(file)
+
+    def update(self, path: str, text: str) -> None:
+        """An editor's buffer replaces the file's facts on disk."""
+        self.modules[os.path.abspath(path)] = self.cache.facts_of_text(text)
+        self._facts = None
+
+    @property
+    def facts(self) -> ProjectFacts:
+        if self._facts is None:
+            self._facts = combined_facts(self.modules.values())
+        return self._facts
+
+
+def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
+    """Every option with one default (options defined with defaults that disagree have none),
+    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
+    the modules."""
+    options: Dict[str, object] = {}
+    unknown = set()
+    copies: Dict[str, str] = {}
+    predicates: Dict[str, list] = {}
+    saved = set()
+    for facts in modules:
+        saved.update(facts.cpu_saved_files)
+        unknown.update(facts.unknown_options)
+        for name, default in facts.options.items():
+            if name in options and options[name] != default:
+                unknown.add(name)
+            options.setdefault(name, default)
+        for name, copied in facts.copies.items():
+            copies.setdefault(name, copied)
+        for name, test in facts.predicates.items():
+            predicates.setdefault(name, test)
+    known = {name: value for name, value in options.items() if name not in unknown}
+    return ProjectFacts(known, copies, predicates, frozenset(saved))
+
+
+def python_files(root: Path) -> Iterator[Path]:
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED and not name.startswith(".")]
+        yield from (Path(folder) / name for name in files if name.endswith(".py"))
+
+
+class FactsCache:
+    """Module facts by content hash, so a second run (or another worker) reads each file's bytes
+    but parses only the changed ones."""
+
+    def __init__(self) -> None:
+        self.by_hash: Dict[str, ModuleFacts] = {}
+
+    def facts_of_file(self, file: Path) -> ModuleFacts:
+        data = _regular_file_bytes(file)
+        return self._facts(data) if data is not None else ModuleFacts()
+
+    def facts_of_text(self, text: str) -> ModuleFacts:
+        return self._facts(text.encode("utf-8", "surrogatepass"))
+
+    def _facts(self, data: bytes) -> ModuleFacts:
+        key = hashlib.sha256(data).hexdigest()
+        if key not in self.by_hash:
+            self.by_hash[key] = _parse_facts(data)
+        return self.by_hash[key]
+
+
+def _regular_file_bytes(file: Path) -> Optional[bytes]:
+    """The bytes of a regular file up to ``MAX_FILE_BYTES``; None for anything else. Opened
+    without blocking and checked on the open file: a FIFO named ``x.py`` must not stall the run."""
+    try:
+        descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def _parse_facts(data: bytes) -> ModuleFacts:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(data, "<project>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ModuleFacts()
+    return module_facts(tree)
+
+
+class Projects:
+    """The projects of a run, each read once, by root."""
+
+    def __init__(self) -> None:
+        self.cache = FactsCache()
+        self._by_root: Dict[Path, Project] = {}
+        self._roots: Dict[str, Optional[Path]] = {}
+
+    def of(self, path: str) -> Optional[Project]:
+        folder = os.path.dirname(os.path.abspath(path))
+        if folder not in self._roots:
+            self._roots[folder] = project_root(path)
+        root = self._roots[folder]
+        if root is None:
+            return None
+        if root not in self._by_root:
+            self._by_root[root] = Project(root, self.cache)
+        return self._by_root[root]
+
+    def facts_for(self, path: str) -> ProjectFacts:
+        project = self.of(path)
+        return project.facts if project is not None else ProjectFacts()
