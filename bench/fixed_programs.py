@@ -27,6 +27,7 @@ import argparse
 import difflib
 import json
 import os
+import random
 import runpy
 import shutil
 import signal
@@ -44,6 +45,7 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
+import numpy
 import torch  # noqa: F401  (imported once, before the forks)
 import torch.optim  # noqa: F401
 
@@ -104,7 +106,10 @@ def _child(program: Path, args: List[str], leg: str, result_path: Path) -> None:
     sys.path[0] = str(program.parent)
     program_shims.install()
     torch.set_num_threads(1)
+    # every generator the programs draw from, so that original and fixed print the same
     torch.manual_seed(0)
+    numpy.random.seed(0)
+    random.seed(0)
     result = {"ok": True, "error": "", "placements": None}
     globals_ = {"range": program_shims.short_range}
     try:
