@@ -7,12 +7,16 @@ synthetic data (``bench/program_shims.py``) and long loops cut to a few iteratio
   machine it was written on;
 * the output of ``torchdevice-fix --unsafe-fixes`` on the CPU, ``simcuda`` and ``simmps``.
 
-It prints one row per program and two counts: programs broken by a fix (ran before, fail after,
-on the CPU or on simcuda: must be 0) and programs fixed (crashed on the CPU, run after). A cell
+It prints one row per program and three counts: programs broken by a fix (ran before, fail after,
+on the CPU or on simcuda: must be 0), programs whose output a fix changed (ran before and after
+on the same leg and printed something else: must be 0; every program that ran before is such a
+control, the ones the fixer leaves alone included), and programs fixed (crashed on the CPU, run
+after). A cell
 reads ``ok``, ``ok, on cpu`` (a simulated leg where the program put no tensor on the device, as
 a program that picks its own device with ``torch.cuda.is_available()`` does on ``simmps``),
 ``timeout``, or the error.
-``--details`` prints the fix's diff and the error of every broken program.
+``--details`` prints the fix's diff and the error of every broken program, and how the output of
+every changed control differs.
 
     python bench/fixed_programs.py [--root DIR] [--only NAME] [--details]
 """
@@ -23,6 +27,7 @@ import argparse
 import difflib
 import json
 import os
+import random
 import runpy
 import shutil
 import signal
@@ -40,6 +45,7 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
+import numpy
 import torch  # noqa: F401  (imported once, before the forks)
 import torch.optim  # noqa: F401
 
@@ -76,6 +82,8 @@ class Outcome:
     error: str = ""
     placements: Optional[int] = None
     timed_out: bool = False
+    #: What the program printed, with the folder it ran in written as ``<dir>``.
+    output: str = ""
 
     def cell(self) -> str:
         if self.timed_out:
@@ -98,7 +106,10 @@ def _child(program: Path, args: List[str], leg: str, result_path: Path) -> None:
     sys.path[0] = str(program.parent)
     program_shims.install()
     torch.set_num_threads(1)
+    # every generator the programs draw from, so that original and fixed print the same
     torch.manual_seed(0)
+    numpy.random.seed(0)
+    random.seed(0)
     result = {"ok": True, "error": "", "placements": None}
     globals_ = {"range": program_shims.short_range}
     try:
@@ -146,7 +157,8 @@ def run(program: Path, args: List[str], leg: str, timeout: int = TIMEOUT_S) -> O
         return Outcome(ok=False, timed_out=True)
     if not result_path.exists():
         return Outcome(ok=False, error="the process died without a result")
-    return Outcome(**json.loads(result_path.read_text()))
+    printed = program.with_suffix(f".{leg}.out").read_text(errors="replace").replace(str(program.parent), "<dir>")
+    return Outcome(**json.loads(result_path.read_text()), output=printed)
 
 
 def fix(program: Path) -> str:
@@ -189,7 +201,7 @@ def main(argv=None) -> int:
     header = ["program", "gpu-only"] + [f"{variant}-{leg}" for variant, leg in COLUMNS]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    broken, fixed, still_failing = [], [], []
+    broken, fixed, still_failing, changed = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="fixed-programs-") as scratch:
         for number, program in enumerate(programs):
             result = evaluate(program, options.root, Path(scratch) / str(number))
@@ -197,12 +209,16 @@ def main(argv=None) -> int:
             cells = [outcomes[column].cell() for column in COLUMNS]
             print(f"| {program.name} | {'yes' if program.gpu_only else 'no'} | " + " | ".join(cells) + " |", flush=True)
             for leg in ("cpu", "simcuda"):
-                if outcomes[("original", leg)].ok and not outcomes[("fixed", leg)].ok:
-                    broken.append((program, leg, result["diff"], outcomes[("fixed", leg)]))
+                before, after = outcomes[("original", leg)], outcomes[("fixed", leg)]
+                if before.ok and not after.ok:
+                    broken.append((program, leg, result["diff"], after))
+                elif before.ok and before.output != after.output:
+                    changed.append((program, leg, before.output, after.output))
             if not outcomes[("original", "cpu")].ok:
                 (fixed if outcomes[("fixed", "cpu")].ok else still_failing).append(program)
     print()
     print(f"programs: {len(programs)}; broken by a fix (ran before, fail after): {len({p.name for p, *_ in broken})}")
+    print(f"output changed by a fix (ran before and after on a leg, printed something else): {len({p.name for p, *_ in changed})}")
     print(f"fixed (crashed on the CPU, run after): {len(fixed)} of {len(fixed) + len(still_failing)}")
     if still_failing:
         print("still failing on the CPU after the fix: " + ", ".join(p.name for p in still_failing))
@@ -211,7 +227,10 @@ def main(argv=None) -> int:
     if options.details:
         for program, leg, diff, outcome in broken:
             print(f"\n### {program.name} ({program.repo}@{program.commit[:12]}) on {leg}\n{outcome.error}\n{diff}")
-    return 1 if broken else 0
+        for program, leg, before, after in changed:
+            lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), "original", "fixed", n=1)
+            print(f"\n### output of {program.name} on {leg}\n{''.join(lines)}")
+    return 1 if broken or changed else 0
 
 
 if __name__ == "__main__":

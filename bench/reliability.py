@@ -37,6 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from torchdevice_lint import api
 from torchdevice_lint.app.sources import SourceError, read_source
+from torchdevice_lint.engine.devices import CUDA_OR_CPU_EXPRESSION
 from torchdevice_lint.engine.engine import Engine
 from torchdevice_lint.engine.fixer import FixError, FixOutcome, fix_source
 from torchdevice_lint.model.settings import Settings
@@ -75,14 +76,21 @@ def replay_fix(engine: Engine, path: str, source: str, unsafe: bool = True) -> T
     return outcome, passes
 
 
-def _is_file_level_line(line: str, binding: str) -> bool:
+def device_bindings(engine: Engine) -> Tuple[str, ...]:
+    """The module-level device bindings a fix may insert: the target's, or CUDA-or-CPU in a file
+    whose own placement is CUDA-or-CPU."""
+    name = engine.settings.device_name
+    return (f"{name} = {engine.settings.binding_expression()}", f"{name} = {CUDA_OR_CPU_EXPRESSION}")
+
+
+def _is_file_level_line(line: str, bindings: Sequence[str]) -> bool:
     text = line.strip()
-    if not text or text == binding:
+    if not text or text in bindings:
         return True
     return (text.startswith("import ") or text.startswith("from ")) and " import " in f" {text}"
 
 
-def stray_hunks(fix_pass: FixPass, binding: str) -> List[str]:
+def stray_hunks(fix_pass: FixPass, bindings: Sequence[str]) -> List[str]:
     """Hunks of the pass's line diff that touch no intended node range and are not
     file-level edits, as short descriptions."""
     old = fix_pass.before.splitlines(keepends=True)
@@ -98,7 +106,7 @@ def stray_hunks(fix_pass: FixPass, binding: str) -> List[str]:
             touches = any(start - 1 <= i1 <= end for start, end in fix_pass.intended)
         else:
             touches = any(i1 < end and start - 1 < i2 for start, end in fix_pass.intended)
-        if touches or all(_is_file_level_line(line, binding) for line in old[i1:i2] + new[j1:j2]):
+        if touches or all(_is_file_level_line(line, bindings) for line in old[i1:i2] + new[j1:j2]):
             continue
         stray.append(f"lines {i1 + 1}-{i2}: {old[i1:i2]!r} -> {new[j1:j2]!r}")
     return stray
@@ -142,9 +150,8 @@ def examine(path: str, engine: Optional[Engine] = None) -> FileReport:
         report.fixed = True
         report.fixed_text = outcome.source
         report.passes = len(passes)
-        binding = f"{engine.settings.device_name} = {engine.settings.binding_expression()}"
         for fix_pass in passes:
-            report.violations += stray_hunks(fix_pass, binding)
+            report.violations += stray_hunks(fix_pass, device_bindings(engine))
         try:
             compile(outcome.source, path, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as error:

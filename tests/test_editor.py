@@ -158,9 +158,9 @@ def test_ranges_count_utf16_code_units_and_every_line_ending(tmp_path):
 
 def test_unsafe_fixes_are_offered_only_when_allowed_and_say_so(tmp_path):
     safe_only = [a["title"] for a in quick_fixes(checked_in(tmp_path, BUFFER))]
-    assert safe_only == ['Fix TDV501: Pass `map_location=`']
+    assert safe_only == ['Fix TDV501: Pass `map_location=` that keeps the saved device, or the CPU where CUDA is missing']
     with_unsafe = [a["title"] for a in quick_fixes(checked_in(tmp_path, BUFFER, unsafe=True))]
-    assert with_unsafe == ["Fix TDV101: Replace `.cuda()` with `.to(device)` (unsafe)", 'Fix TDV501: Pass `map_location=`']
+    assert with_unsafe == ["Fix TDV101: Replace `.cuda()` with `.to(device)` (unsafe)", 'Fix TDV501: Pass `map_location=` that keeps the saved device, or the CPU where CUDA is missing']
 
 
 def test_a_resolving_client_gets_the_same_edit_later(tmp_path):

@@ -7,6 +7,8 @@ import sys
 import pytest
 
 BUFFER = 'import torch\nx = torch.ones(1).cuda()\nstate = torch.load("m.pt")\n'
+# The state is used as loaded: the safe fix keeps each tensor's saved device where it exists.
+KEEPS_SAVED_DEVICE = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
 
 
 def run(module_args, stdin, cwd):
@@ -70,14 +72,14 @@ def test_fix_stdin_prints_the_fixed_buffer_with_the_projects_targets(project):
         "import torch\n\n"
         'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")\n'
         "x = torch.ones(1).to(device)\n"
-        'state = torch.load("m.pt", map_location="cpu")\n'
+        f'state = torch.load("m.pt", map_location={KEEPS_SAVED_DEVICE})\n'
     )
 
 
 def test_fix_stdin_with_remaining_findings_exits_1_and_prints_the_buffer(project):
     result = fix("--stdin-filename", "model.py", "-", cwd=project)
     assert result.returncode == 1
-    assert result.stdout == BUFFER.replace('torch.load("m.pt")', 'torch.load("m.pt", map_location="cpu")')
+    assert result.stdout == BUFFER.replace('torch.load("m.pt")', f'torch.load("m.pt", map_location={KEEPS_SAVED_DEVICE})')
 
 
 def test_fix_stdin_syntax_error_echoes_the_buffer(project):

@@ -16,6 +16,8 @@ from torchdevice_lint.model.findings import FileResult
 from torchdevice_lint.model.settings import Settings
 
 SOURCE = 'import torch\nx = torch.ones(2).cuda()\nstate = torch.load("m.pt")\nprint("100%, done")\n'
+# The state is used as loaded: the safe fix keeps each tensor's saved device where it exists.
+KEEPS_SAVED_DEVICE = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
 
 
 @pytest.fixture
@@ -102,7 +104,7 @@ def test_sarif_is_valid_against_the_oasis_schema(results):
     assert location["region"] == {"startLine": 2, "startColumn": 5, "endLine": 2, "endColumn": 25}
     load = run["results"][1]
     assert load["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"] == (
-        'state = torch.load("m.pt", map_location="cpu")\n'
+        f'state = torch.load("m.pt", map_location={KEEPS_SAVED_DEVICE})\n'
     )
     assert run["invocations"][0]["executionSuccessful"] is False
     assert run["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"].startswith("syntax error")

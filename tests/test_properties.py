@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from strategies import programs
 from test_dataflow import inference_events
 
-from bench.reliability import replay_fix, stray_hunks
+from bench.reliability import device_bindings, replay_fix, stray_hunks
 from torchdevice_lint import api
 from torchdevice_lint.engine.batched import analyze_module
 from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
@@ -40,7 +40,7 @@ ENGINE = api.engine(Settings())
 OPT_IN_ENGINE = api.engine(Settings(select=("ALL",), extend_select=("TDV9",)))
 #: A comment naming the rules' vocabulary: only TDV900 reads comments, the first stage reads code.
 TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
-BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
+BINDINGS = device_bindings(ENGINE)
 
 
 def random_programs():
@@ -76,7 +76,7 @@ def assert_fix_properties(source: str, unsafe: bool) -> None:
     compile(fixed, "generated.py", "exec", dont_inherit=True)
     assert fix_source(ENGINE, "generated.py", fixed, unsafe=unsafe).source == fixed, "fix is not idempotent"
     for fix_pass in passes:
-        assert stray_hunks(fix_pass, BINDING) == [], "fix changed lines it did not mean to"
+        assert stray_hunks(fix_pass, BINDINGS) == [], "fix changed lines it did not mean to"
     if unsafe:
         assert fixable(ENGINE.check_source("generated.py", fixed).findings) == []
 

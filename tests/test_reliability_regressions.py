@@ -14,13 +14,13 @@ def fixed(source, unsafe=True):
 
 def test_cr_only_file_keeps_its_final_newline():
     # LibCST's code generation drops the last "\r" of a CR-only file; the fixer restores it.
-    assert fixed("import torch\rw = torch.load(p)\r\r") == 'import torch\rw = torch.load(p, map_location="cpu")\r\r'
+    assert fixed("import torch\rnet.load_state_dict(torch.load(p))\r\r") == 'import torch\rnet.load_state_dict(torch.load(p, map_location="cpu"))\r\r'
 
 
 def test_json_edits_of_a_cr_only_file_keep_its_final_newline():
-    result = api.engine().check_source("example.py", "import torch\rw = torch.load(p)\r", with_edits=True)
+    result = api.engine().check_source("example.py", "import torch\rnet.load_state_dict(torch.load(p))\r", with_edits=True)
     [edit] = result.findings[0].fix.edits
-    assert edit.content == 'w = torch.load(p, map_location="cpu")\r'
+    assert edit.content == 'net.load_state_dict(torch.load(p, map_location="cpu"))\r'
 
 
 UNREPRODUCIBLE = "import torch\nw = torch.load(p)\n\n\t   #c\r\n  \t\t#end"
@@ -54,13 +54,14 @@ def test_check_of_a_file_libcst_cannot_reproduce_offers_no_edits():
     ids=["one-argument-a-line", "closing-paren-on-its-own-line", "comments-stay-put"],
 )
 def test_map_location_fix_keeps_the_call_layout(call, expected):
+    # The state goes into load_state_dict: the safe fix loads it to the CPU.
     # It used to leave "path, " with a trailing space and put the new argument at column 0.
-    assert fixed(f"import torch\nx = {call}\n", unsafe=False) == f"import torch\nx = {expected}\n"
+    assert fixed(f"import torch\nnet.load_state_dict({call})\n", unsafe=False) == f"import torch\nnet.load_state_dict({expected})\n"
 
 
 # A form feed alone on a line (section breaks in older code) is no line break for Python, but
 # str.splitlines breaks there: code frames, noqa comments and fix edits were one row off after it.
-FORM_FEED = 'import torch\n\x0c\ny = torch.ones(2).cuda()  # noqa: TDV101\nz = torch.load("a.pt")\n'
+FORM_FEED = 'import torch\n\x0c\ny = torch.ones(2).cuda()  # noqa: TDV101\nz = net.load_state_dict(torch.load("a.pt"))\n'
 
 
 def test_noqa_after_a_form_feed_line_suppresses_its_own_line():
@@ -72,7 +73,7 @@ def test_fix_edits_after_a_form_feed_line_replace_the_reported_row():
     result = api.engine().check_source("example.py", FORM_FEED, with_edits=True)
     [edit] = result.findings[0].fix.edits
     assert (edit.location.row, edit.end_location.row) == (4, 5)
-    assert edit.content == 'z = torch.load("a.pt", map_location="cpu")\n'
+    assert edit.content == 'z = net.load_state_dict(torch.load("a.pt", map_location="cpu"))\n'
 
 
 def test_code_frame_after_a_form_feed_line_shows_the_reported_line():
@@ -80,7 +81,7 @@ def test_code_frame_after_a_form_feed_line_shows_the_reported_line():
 
     result = api.engine().check_source("example.py", FORM_FEED)
     frame = render("full", [result], {"example.py": FORM_FEED})
-    assert '4 | z = torch.load("a.pt")' in frame
+    assert '4 | z = net.load_state_dict(torch.load("a.pt"))' in frame
 
 
 def test_physical_lines_break_where_python_does():

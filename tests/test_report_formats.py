@@ -19,6 +19,8 @@ SOURCE = (
     "state = torch.load('m.pt')\n"
     "torch.cuda.synchronize()\n"
 )
+# The state is used as loaded: the safe fix keeps each tensor's saved device where it exists.
+KEEPS_SAVED_DEVICE = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def test_rdjson_for_reviewdog_carries_fixes_as_suggestions(results):
     assert load["location"] == {"path": "pkg/train.py", "range": {"start": {"line": 3, "column": 9},
                                                                   "end": {"line": 3, "column": 27}}}
     assert load["suggestions"] == [{"range": {"start": {"line": 3, "column": 1}, "end": {"line": 4, "column": 1}},
-                                    "text": "state = torch.load('m.pt', map_location=\"cpu\")\n"}]
+                                    "text": f"state = torch.load('m.pt', map_location={KEEPS_SAVED_DEVICE})\n"}]
 
 
 def frame_carets(source, code="TDV101"):

@@ -62,7 +62,7 @@ def test_a_session_from_initialize_to_exit(project):
     assert found[1]["message"].startswith("load-without-map-location: ")
 
     titles = [a["title"] for a in code_actions(client, uri, 2)]
-    assert titles == ["Fix TDV501: Pass `map_location=`", "Disable TDV501 for this line"]
+    assert titles == ["Fix TDV501: Pass `map_location=` that keeps the saved device, or the CPU where CUDA is missing", "Disable TDV501 for this line"]
     assert [a["title"] for a in code_actions(client, uri, 1)] == ["Disable TDV101 for this line"]  # unsafe: off
 
     [fix_all] = code_actions(client, uri, 0, only=["source.fixAll"])

@@ -21,7 +21,7 @@ from ..knowledge.flags import mentions_availability
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
-from ..syntax.cst_nodes import child_blocks, dotted_name
+from ..syntax.cst_nodes import child_blocks, dotted_name, string_value
 from ..syntax.cst_walk import TRIVIA_TYPES, walk
 from ..syntax.positions import node_positions
 from . import noqa
@@ -139,6 +139,18 @@ class _BatchedPass(cst.CSTVisitor):
             return sign == (guards.NEGATIVE if last == "skipif" else guards.POSITIVE)
         return False
 
+    def _placement(self, node: Union[cst.Call, cst.SimpleString]) -> None:
+        """``x.cuda()`` or a ``"cuda"`` literal behind an availability check: the file places
+        tensors on CUDA-or-CPU itself, and fixes keep that convention (``devices.py``)."""
+        if not self.ctx.guard_depth:
+            return
+        if isinstance(node, cst.Call):
+            found = isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda"
+        else:
+            found = "cuda" in node.value and (string_value(node) or "").startswith("cuda")
+        if found:
+            self.ctx.devices.guarded_cuda_placement = True
+
     def _conditional(self, node: Union[cst.If, cst.IfExp]) -> None:
         """An ``if`` statement or a conditional expression guards the branch its test decides."""
         sign = self.ctx.classify(node.test)
@@ -197,6 +209,8 @@ _CONTEXT_HOOKS = {
     cst.FunctionDef: _BatchedPass._scope,
     cst.ClassDef: _BatchedPass._scope,
     cst.Lambda: _BatchedPass._scope,
+    cst.Call: _BatchedPass._placement,
+    cst.SimpleString: _BatchedPass._placement,
     cst.If: _BatchedPass._conditional,
     cst.IfExp: _BatchedPass._conditional,
     cst.BooleanOperation: _BatchedPass._boolean,

@@ -20,8 +20,10 @@ from ..knowledge.flags import FlagDefaults
 from ..knowledge.project_facts import ProjectFacts
 from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
+from ..syntax.bindings import normalized
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
 from ..syntax.positions import statement_first_lines
+from .devices import DeviceChoice, DeviceChooser
 
 if TYPE_CHECKING:
     from ..inference import FileInference
@@ -61,7 +63,7 @@ class BindingCollector(cst.CSTVisitor):
 
     def _add_target(self, target: cst.CSTNode) -> None:
         if isinstance(target, cst.Name):
-            self.names.add(target.value)
+            self.names.add(normalized(target.value))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
                 self._add_target(element.value)
@@ -71,13 +73,13 @@ class BindingCollector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if node is self.root:
             for param in _all_params(node.params):
-                self.names.add(param.name.value)
+                self.names.add(normalized(param.name.value))
             return True
-        self.names.add(node.name.value)
+        self.names.add(normalized(node.name.value))
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
+        self.names.add(normalized(node.name.value))
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
@@ -99,10 +101,10 @@ class BindingCollector(cst.CSTVisitor):
         self._add_target(node.target)
 
     def visit_Import(self, node: cst.Import) -> None:
-        self.names.update(import_aliases(node))
+        self.names.update(normalized(name) for name in import_aliases(node))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        self.names.update(import_aliases(node))
+        self.names.update(normalized(name) for name in import_aliases(node))
 
 
 class AssignmentCollector(BindingCollector):
@@ -124,37 +126,26 @@ def _all_params(params: cst.Parameters) -> List[cst.Param]:
     return found
 
 
-def parameter_names(function: cst.FunctionDef) -> Set[str]:
-    params = function.params
-    names = {param.name.value for param in _all_params(params)}
-    for star in (params.star_arg, params.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
-
-
 def binds_unconditionally(statement: cst.CSTNode, name: str) -> bool:
     """A statement that binds ``name`` whenever it runs without raising: an assignment to the
-    bare name, an import of it, or a ``def``/``class`` of that name."""
+    bare name, an import of it, or a ``def``/``class`` of that name (names compared as Python
+    binds them, NFKC-normalized)."""
+    name = normalized(name)
     if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-        return statement.name.value == name
+        return normalized(statement.name.value) == name
     if not isinstance(statement, cst.SimpleStatementLine):
         return False
     for small in statement.body:
         if isinstance(small, cst.Assign) and any(
-            isinstance(target.target, cst.Name) and target.target.value == name for target in small.targets
+            isinstance(target.target, cst.Name) and normalized(target.target.value) == name for target in small.targets
         ):
             return True
         if isinstance(small, cst.AnnAssign) and small.value is not None:
-            if isinstance(small.target, cst.Name) and small.target.value == name:
+            if isinstance(small.target, cst.Name) and normalized(small.target.value) == name:
                 return True
-        if isinstance(small, (cst.Import, cst.ImportFrom)) and name in import_aliases(small):
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and any(normalized(local) == name for local in import_aliases(small)):
             return True
     return False
-
-
-def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
-    return list(function.params.posonly_params) + list(function.params.params)
 
 
 class FileContext:
@@ -302,25 +293,11 @@ class FileContext:
         here = next((positions[id(node)] for node in reversed(self.stack) if id(node) in positions), len(body))
         return first < here
 
-    def name_bound_here(self, name: str) -> bool:
-        """Whether ``name`` is certainly bound when the node being visited runs (DESIGN.md: a
-        fix may reuse only such a binding): a parameter or a local assigned unconditionally
-        above, in the innermost function; a binding of an enclosing function; or a module-level
-        binding assigned unconditionally above the module statement holding the node (for a
-        function, above its ``def``: every call comes after it)."""
-        functions = [scope for scope in self.scopes if isinstance(scope, cst.FunctionDef)]
-        if functions:
-            innermost = functions[-1]
-            if name in self.bound_names(innermost):
-                return name in parameter_names(innermost) or self.bound_above(innermost.body, name)
-            if any(name in self.bound_names(outer) for outer in functions[:-1]):
-                return True
-        return self.bound_above(self.module, name)
-
     def rebinds_import(self, name: str) -> bool:
         """Whether the imported ``name`` may hold another value here: a local of the innermost
         function, or assigned at module level (``import model`` then ``model = model.Net()``)."""
-        if self.name_shadowed_here(name):
+        functions = [scope for scope in self.scopes if isinstance(scope, cst.FunctionDef)]
+        if functions and name in self.bound_names(functions[-1]):
             return True
         if self._module_assignments is None:
             collector = AssignmentCollector(self.module)
@@ -328,12 +305,6 @@ class FileContext:
                 statement.visit(collector)
             self._module_assignments = collector.names
         return name in self._module_assignments
-
-    def name_shadowed_here(self, name: str) -> bool:
-        """Whether ``name`` is a local of the innermost function: a module-level binding of it
-        is then unreachable there."""
-        functions = [scope for scope in self.scopes if isinstance(scope, cst.FunctionDef)]
-        return bool(functions) and name in self.bound_names(functions[-1])
 
     # -- fixes ----------------------------------------------------------------------------
     def torch_reference(self) -> str:
@@ -344,37 +315,22 @@ class FileContext:
         """The import a fix spelling ``torch_reference()`` needs: none if torch is bound."""
         return [] if self.torch_alias() else [ImportSpec("torch")]
 
-    def device_expression(self, avoid: Optional[str] = None) -> "DeviceChoice":
-        """The device a fix writes, by DESIGN.md's policy: a ``device`` in scope, else the
-        device of the tensor a ``forward`` receives (unless that tensor is ``avoid``, the one
-        being moved), else a module-level binding."""
-        name = self.settings.device_name
-        if self.name_bound_here(name):
-            return DeviceChoice(name, needs_binding=False)
-        function = self.enclosing_function()
-        if function is not None and function.name.value == "forward" and self.enclosing_class():
-            params = positional_params(function)
-            if len(params) >= 2 and params[1].name.value != avoid:
-                return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
-        expression = self.settings.binding_expression()
-        if self.name_shadowed_here(name) and (self.torch_alias() == "torch" or "torch." not in expression):
-            # a local assigned later hides the module-level binding: write the expression itself
-            return DeviceChoice(expression, needs_binding=False)
-        return DeviceChoice(name, needs_binding=True)
+    @cached_property
+    def devices(self) -> DeviceChooser:
+        """Which device expression fixes write here, and when (``devices.py``)."""
+        return DeviceChooser(self)
+
+    def device_expression(self, avoid: Optional[str] = None, evaluated_before: Optional[cst.CSTNode] = None) -> DeviceChoice:
+        """The device a fix writes at the visited node (``devices.py``): a ``device``
+        bound to a device here, else the input of a ``forward`` known to be a tensor (unless
+        that is ``avoid``, the value being moved; ``evaluated_before`` runs before the device is
+        read), else the module-level binding, else the expression itself."""
+        return self.devices.choose(avoid, evaluated_before)
 
     def report(self, rule: Reporter, node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
         if fix is not None and fix.replacements and not self.settings.is_fixable(rule.code):
             fix = Fix(fix.message, Applicability.DISPLAY_ONLY)  # `unfixable`: shown, never applied
         self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))
-
-
-@dataclass(frozen=True)
-class DeviceChoice:
-    code: str
-    needs_binding: bool
-
-    def expression(self) -> cst.BaseExpression:
-        return cst.parse_expression(self.code)
 
 
 @dataclass

@@ -164,7 +164,7 @@ def with_file_needs(
     """``module`` (the analysed module, its fixes' replacements made) with what those fixes need
     of the file: the device binding above the top-level statement ``first_user`` (None: no
     binding), then ``imports`` added and ``removable`` removed where nothing uses them any more."""
-    settings = analysis.ctx.settings
+    devices = analysis.ctx.devices
     imports = list(imports)
     index = binding_place(analysis, first_user)
     if index is not None:
@@ -174,7 +174,7 @@ def with_file_needs(
             body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
-        imports.extend(settings.binding_imports())
+        imports.extend(devices.binding_imports())
     missing = missing_imports(module.body, imports)
     if missing or removable:
         # libcst.codemod costs 0.6 s to import: only fixes that touch imports pay for it.
@@ -222,8 +222,8 @@ def binding_statement(analysis: Analysis, body: Sequence[cst.CSTNode], index: in
     """The device binding to insert at ``body[index]``, a blank line above it after an import
     (as isort leaves one); and whether the definition it lands above needs PEP 8's two blank
     lines above it (it has none)."""
-    settings = analysis.ctx.settings
-    binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
+    ctx = analysis.ctx
+    binding = cst.parse_statement(f"{ctx.settings.device_name} = {ctx.devices.binding_expression()}\n")
     if index > 0 and is_import_line(body[index - 1]):
         binding = binding.with_changes(leading_lines=[cst.EmptyLine()])
     spaced = index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines
@@ -231,16 +231,14 @@ def binding_statement(analysis: Analysis, body: Sequence[cst.CSTNode], index: in
 
 
 def missing_imports(body: Sequence[cst.CSTNode], imports: Iterable[ImportSpec]) -> List[ImportSpec]:
-    """Those of ``imports`` the file's top-level imports do not bind already. (AddImportsVisitor
+    """Those of ``imports`` the file's top-level imports (and those of a top-level ``try``) do not
+    bind already. (AddImportsVisitor
     misses imports below a leading statement, and each of its passes is a transform of the
     whole module.)"""
-    bound = {
-        local: qualified
-        for statement in body
-        if isinstance(statement, cst.SimpleStatementLine)
-        for small in statement.body
-        for local, qualified in import_aliases(small).items()
-    }
+    lines = [statement for statement in body if isinstance(statement, cst.SimpleStatementLine)]
+    # ``try: import torch ... except ImportError: ...`` at the top binds torch for what follows
+    lines += [inner for statement in body if isinstance(statement, cst.Try) for inner in statement.body.body if isinstance(inner, cst.SimpleStatementLine)]
+    bound = {local: qualified for statement in lines for small in statement.body for local, qualified in import_aliases(small).items()}
     return [spec for spec in dict.fromkeys(imports) if not _already_bound(spec, bound)]
 
 

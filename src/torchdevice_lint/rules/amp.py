@@ -96,8 +96,9 @@ class CudaAmpApi(Rule):
         'The fix writes `torch.amp.autocast("cuda", ...)`, `torch.amp.GradScaler("cpu", ...)`, '
         '`@torch.amp.custom_fwd(device_type="cuda")`, `sdpa_kernel([SDPBackend.MATH, ...])` (the '
         "backends the old flags left on), which behave exactly like the deprecated calls on every "
-        "device. Where a device is at hand (a `device` in scope, the input's device inside "
-        "`forward`) the CUDA autocast and scaler fixes write its type instead, "
+        "device. Where a device is at hand (a `device` bound to a device where the line runs, not "
+        "one that may be None; inside `forward`, an input known to be a tensor) the CUDA autocast "
+        "and scaler fixes write its type instead, "
         "`torch.amp.autocast(device.type)` (`torch.device(device).type` when `device` may be a "
         "string), so mixed precision follows the device: that fix is unsafe, because on the CPU "
         "autocast then really computes in bfloat16 where the CUDA call was disabled. Each fix "
@@ -168,9 +169,26 @@ class CudaAmpApi(Rule):
             applicability=Applicability.UNSAFE,
         ),
         Invalid(
-            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.amp.autocast(enabled=False):\n            return self.head(x.float())\n",
-            fixed='import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.amp.autocast(x.device.type, enabled=False):\n            return self.head(x.float())\n',
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        with torch.cuda.amp.autocast(enabled=False):\n            return self.head(x.float())\n",
+            fixed='import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        with torch.amp.autocast(x.device.type, enabled=False):\n            return self.head(x.float())\n',
             applicability=Applicability.UNSAFE,
+        ),
+        # a decorator runs where the `def` stands: another function's `device` is not bound there
+        Invalid(
+            "import torch\n\n@torch.cuda.amp.autocast(enabled=False)\ndef head(x):\n    return x.float()\n\n"
+            'def main():\n    device = torch.device("cpu")\n    return head(torch.ones(2, device=device))\n',
+            fixed='import torch\n\n@torch.amp.autocast("cuda", enabled=False)\ndef head(x):\n    return x.float()\n\n'
+            'def main():\n    device = torch.device("cpu")\n    return head(torch.ones(2, device=device))\n',
+        ),
+        # a `device` callers may leave None is no device: `torch.device(None)` raises
+        Invalid(
+            "import torch\n\ndef train(model, batch, device=None):\n    with torch.cuda.amp.autocast():\n        return model(batch)\n",
+            fixed='import torch\n\ndef train(model, batch, device=None):\n    with torch.amp.autocast("cuda"):\n        return model(batch)\n',
+        ),
+        # forward's input may be a tuple: no `.device` of it
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, inputs):\n        with torch.cuda.amp.autocast():\n            return self.head(*inputs)\n",
+            fixed='import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, inputs):\n        with torch.amp.autocast("cuda"):\n            return self.head(*inputs)\n',
         ),
         # EleutherAI/gpt-neox@ea7aefd megatron/model/moe_mlp.py:32-38: bare decorators
         Invalid(
@@ -322,12 +340,13 @@ class CudaAmpApi(Rule):
 
     def _device_type(self) -> Optional[str]:
         """The type of a device already at hand, or None: ``device.type`` for a ``device``
-        bound to ``torch.device(...)``/``torch.accelerator``, ``torch.device(device).type`` for
-        one that may be a string, ``x.device.type`` inside ``forward``."""
+        that only ever holds a ``torch.device``, ``torch.device(device).type`` for one that may
+        be a string, ``x.device.type`` for a ``forward`` input known to be a tensor. Only a
+        device proven there (``engine/devices.py``): not a name the fix would bind itself."""
         choice = self.ctx.device_expression()
-        if choice.needs_binding or not all(part.isidentifier() for part in choice.code.split(".")):
+        if choice.needs_binding or choice.inline:
             return None
-        if choice.code.endswith(".device") or _binds_torch_device(self.ctx, choice.code):
+        if choice.code.endswith(".device") or self.ctx.devices.holds_torch_device(choice.code):
             return f"{choice.code}.type"
         return f"{self.ctx.torch_reference()}.device({choice.code}).type"
 
@@ -354,27 +373,6 @@ def _literal_flags(args) -> Optional[Dict[str, bool]]:
             return None
         flags[name] = value == "True"
     return flags
-
-
-def _binds_torch_device(ctx, name: str) -> bool:
-    """Whether the module-level or innermost-function assignment of ``name`` is a
-    ``torch.device``: a ``torch.device(...)`` call or a ``torch.accelerator`` expression."""
-    function = ctx.enclosing_function()
-    scopes = [function.body] if function is not None and name in ctx.bound_names(function) else [ctx.module]
-    for block in scopes:
-        for statement in block.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                ):
-                    value = small.value
-                    if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.device":
-                        return True
-                    if isinstance(value, (cst.IfExp, cst.BooleanOperation)) and "current_accelerator" in source_of(value):
-                        return True
-    return False
 
 
 def _as_keywords(args, positional: Tuple[str, ...]) -> list:

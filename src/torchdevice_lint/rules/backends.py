@@ -17,8 +17,8 @@ from ..model.fixes import Applicability
 from ..model.settings import compiled_patterns, relative_path
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
-from .common import availability_check, display_only, method_name
-from .placement import HardcodedCudaDevice, report_device_method
+from .common import availability_check, display_only, method_name, report_device_method
+from .placement import HardcodedCudaDevice
 
 # Tensor and module methods that move to a backend: ``.xpu()`` is torch's own, ``.npu()`` and
 # ``.hpu()`` are added by torch_npu and Habana's bridge.

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Optional, Tuple
 
 from ..engine.rule import Rule
+from ..inference.vocabulary import is_parameterless_module
 from ..knowledge.backends import availability_expression
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import string_value
+from ..syntax.cst_nodes import last_name, string_value
 
 if TYPE_CHECKING:
     from ..engine.context import FileContext
@@ -68,6 +69,53 @@ def built_string(
         built, depth = parent, depth + 1
         parent = ctx.parent(depth)
     return (built, depth) if built is not literal and names_device(text) else None
+
+
+def names_a_device(target: cst.BaseExpression) -> bool:
+    """An assignment target named like a device (``device``, ``self.dev_device``...)."""
+    name = last_name(target)
+    return name is not None and "device" in name.lower()
+
+
+def defines_device(ctx: "FileContext") -> bool:
+    """Whether the statement being visited binds a device (``device = device or
+    torch.device("cuda")``, a parameter default): writing the run-time ``device`` there
+    would refer to the name being defined."""
+    for depth in range(1, len(ctx.stack)):
+        ancestor = ctx.parent(depth)
+        if isinstance(ancestor, cst.Assign):
+            return any(names_a_device(t.target) for t in ancestor.targets)
+        if isinstance(ancestor, cst.AnnAssign):
+            return names_a_device(ancestor.target)
+        if isinstance(ancestor, cst.Param):
+            return True
+        if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
+            return False
+    return False
+
+
+def argument_usage(ctx: "FileContext", call: cst.Call, arg: cst.Arg) -> Optional[str]:
+    """How a device literal passed as ``arg`` is used: ``"use"`` (where a device goes),
+    ``"define"`` (a ``--device`` default), ``"device-call"`` (``torch.device(...)``), or None."""
+    name = ctx.qualname(call.func)
+    if name is not None and (name.startswith("torch.cuda.") or name == "torch.set_default_device"):
+        return None  # reported by the more specific TDV301 / TDV103
+    if name == "torch.device":
+        return "device-call" if arg is (positional(call) or [None])[0] or is_keyword(arg, "type") else None
+    method = method_name(call)
+    if method == "cuda":
+        return None  # TDV101
+    if is_keyword(arg, "device") or is_keyword(arg, "map_location"):
+        return "use"
+    if method == "to" and positional(call) and arg is positional(call)[0]:
+        return "use"
+    if name in {"torch.load", "torch.jit.load"} and len(positional(call)) > 1 and arg is positional(call)[1]:
+        return "use"
+    if is_keyword(arg, "default") and method == "add_argument":
+        flags = [string_value(a.value) for a in positional(call)]
+        if any(flag and "device" in flag for flag in flags):
+            return "define"
+    return None
 
 
 def may_name_cuda(text: str) -> bool:
@@ -155,3 +203,40 @@ def display_only(rule: Rule, message: str) -> Fix:
 def is_keyword(arg: "cst.Arg", name: str) -> bool:
     """Whether the argument is passed as ``name=...``."""
     return arg.keyword is not None and arg.keyword.value == name
+
+
+#: Arguments of ``.cuda()`` that ``.to(device)`` takes as they are.
+_KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
+
+
+def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
+    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
+    receiver = node.func.value
+    if rule.ctx.qualname(receiver) is not None and not (
+        isinstance(receiver, cst.Name) and rule.ctx.rebinds_import(receiver.value)
+    ):
+        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
+    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
+        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
+    method = node.func.attr.value
+    if any(arg.star for arg in node.args):
+        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
+        return
+    avoid = receiver.value if isinstance(receiver, cst.Name) else None
+    choice = rule.ctx.device_expression(avoid=avoid, evaluated_before=receiver)
+
+    def replace(updated: cst.Call) -> cst.Call:
+        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
+        return updated.with_changes(
+            func=updated.func.with_changes(attr=cst.Name("to")),
+            args=[cst.Arg(choice.expression())] + fresh_args(kept),
+        )
+
+    fix = rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding, imports=choice.imports())
+    rule.report(node, message, fix)
+
+
+def _parameterless(name: Optional[str], call: cst.Call) -> bool:
+    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
+        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
+    )

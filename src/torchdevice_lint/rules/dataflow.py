@@ -54,14 +54,16 @@ def _fix_device(rule: Rule, mix: Mix, factories: Sequence[ast.Call]) -> Optional
     candidates = [] if mix.module_call else [mix.device_side]
     candidates += list(mix.device_partners)
     for operand in candidates:
-        if operand.key is None:
+        if operand.key is None or not _is_tensor(rule, mix, operand.key, operand.value, factories):
             continue
         if all(value_at(sites[id(f)], operand.key, mix.scope) == operand.value for f in factories):
             return f"{operand.key}.device"
     if mix.device_side.value.place == Place.MODULE:
         for param in mix.scope.tensor_params:
             held = [value_at(sites[id(f)], param, mix.scope) for f in factories]
-            if all(value is not None and value.place == Place.MODULE for value in held):
+            if all(value is not None and value.place == Place.MODULE for value in held) and all(
+                _is_tensor(rule, mix, param, value, factories) for value in held
+            ):
                 return f"{param}.device"
     device_name = rule.ctx.settings.device_name
     if mix.device_side.value.place == Place.DEVICE:
@@ -70,10 +72,42 @@ def _fix_device(rule: Rule, mix: Mix, factories: Sequence[ast.Call]) -> Optional
             if device_name not in env:
                 return None
             held = env[device_name]
+            if held is None and not _passed_by_every_caller(mix.scope.node, device_name):
+                return None
             if held is not None and held.device_spec != Place.DEVICE:
                 return None
         return device_name
     return None
+
+
+def _is_tensor(rule: Rule, mix: Mix, key: str, value, factories: Sequence[ast.Call]) -> bool:
+    """Whether ``key`` certainly holds a tensor where each factory stands, so that
+    ``key.device`` exists: the inference made it a tensor, or moved it (``.cuda()``,
+    ``.to(...)``: lists and numbers have neither) before this operation with tensors, or
+    ``inference/tensors.py`` proves it there (the factory's own arguments, evaluated before the
+    ``device=`` the fix appends, count). A ``forward`` input alone is no proof: it may be
+    a list of crops, a tuple of outputs or an int."""
+    if value is not None and (value.tensor or value.place == Place.DEVICE):
+        return True
+    function = mix.scope.node
+    if "." in key or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return all(key in rule.ctx.devices.tensors_at_call(function, factory) for factory in factories)
+
+
+def _passed_by_every_caller(function: ast.AST, name: str) -> bool:
+    """A parameter without a default (not one callers may leave None), never rebound."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    arguments = function.args
+    positional = list(arguments.posonlyargs) + list(arguments.args)
+    required = [param.arg for param in positional[: len(positional) - len(arguments.defaults)]]
+    required += [param.arg for param, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is None]
+    if name not in required:
+        return False
+    return not any(
+        isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store) for node in ast.walk(function)
+    )
 
 
 def _belongs_to_factory_rule(mix: Mix) -> bool:
@@ -337,10 +371,16 @@ class FactoryWithoutDevice(Rule):
             count=2,
         ),
         Invalid(
-            "import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x):\n"
+            "import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
             "        weights = torch.tensor([0.2, 0.3, 0.5])\n        return (x * weights).sum(-1)\n",
-            fixed="import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x):\n"
+            fixed="import torch\nfrom torch import nn\n\nclass Mix(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
             "        weights = torch.tensor([0.2, 0.3, 0.5], device=x.device)\n        return (x * weights).sum(-1)\n",
+        ),
+        # an input nothing shows to be a tensor (here an int) has no `.device`: a suggestion only
+        Invalid(
+            "import torch\nfrom torch import nn\n\nclass Alive(nn.Module):\n    def forward(self, n_alive):\n"
+            "        alive = torch.arange(8) < n_alive\n        return alive\n",
+            applicability=Applicability.DISPLAY_ONLY,
         ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass Noisy(nn.Module):\n    def forward(self, x):\n        outputs = []\n"
@@ -368,9 +408,9 @@ class FactoryWithoutDevice(Rule):
         ),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass Drop(nn.Module):\n    def forward(self, x):\n        if self.training:\n"
-            "            keep = torch.rand(x.shape) > 0.1\n        else:\n            keep = torch.ones(x.shape)\n        return x * keep\n",
+            "            keep = torch.rand(x.size()) > 0.1\n        else:\n            keep = torch.ones(x.size())\n        return x * keep\n",
             fixed="import torch\nfrom torch import nn\n\nclass Drop(nn.Module):\n    def forward(self, x):\n        if self.training:\n"
-            "            keep = torch.rand(x.shape, device=x.device) > 0.1\n        else:\n            keep = torch.ones(x.shape, device=x.device)\n        return x * keep\n",
+            "            keep = torch.rand(x.size(), device=x.device) > 0.1\n        else:\n            keep = torch.ones(x.size(), device=x.device)\n        return x * keep\n",
             count=2,
         ),
     )

@@ -141,16 +141,13 @@ class LegacyCudaTensorConstructor(Rule):
             self.report(node, message, display_only(self, "Use `torch.tensor(data, ...)` or `torch.empty(size, ...)` with `dtype=` and `device=`"))
             return
         choice = self.ctx.device_expression()
-        new_call = cst.Call(
-            func=cst.parse_expression(f"{self.ctx.torch_reference()}.{factory}"),
-            args=data
-            + [
-                keyword_arg("dtype", _dtype(self.ctx, leaf)),
-                keyword_arg("device", choice.expression()),
-            ],
-        )
+        function, dtype = cst.parse_expression(f"{self.ctx.torch_reference()}.{factory}"), _dtype(self.ctx, leaf)
+
+        def new_call(_: cst.CSTNode) -> cst.Call:
+            return cst.Call(func=function, args=data + [keyword_arg("dtype", dtype), keyword_arg("device", choice.expression())])
+
         fix = self.make_fix(
-            {node: lambda _: new_call}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding
+            {node: new_call}, imports=self.ctx.torch_imports() + choice.imports(), needs_device_binding=choice.needs_binding
         )
         self.report(node, message, fix)
 
@@ -248,20 +245,22 @@ class CudaTensorTypeCast(Rule):
         if leaf is None:
             return
         choice = self.ctx.device_expression()
-        device, dtype = choice.expression(), _dtype(self.ctx, leaf)
+        dtype = _dtype(self.ctx, leaf)
 
         def replace(updated: cst.Call) -> cst.Call:
             rest = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args[1:]]
             return updated.with_changes(
                 func=updated.func.with_changes(attr=cst.Name("to")),
                 args=[
-                    keyword_arg("device", device),
+                    keyword_arg("device", choice.expression()),
                     keyword_arg("dtype", dtype),
                 ]
                 + rest,
             )
 
-        fix = self.make_fix({node: replace}, imports=self.ctx.torch_imports(), needs_device_binding=choice.needs_binding)
+        fix = self.make_fix(
+            {node: replace}, imports=self.ctx.torch_imports() + choice.imports(), needs_device_binding=choice.needs_binding
+        )
         self.report(node, self.message.format(source_of(node)), fix)
 
 

@@ -6,25 +6,27 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Unguarded
-from ..inference.vocabulary import is_parameterless_module
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, source_of, string_value
+from ..syntax.cst_nodes import source_of
 from .common import (
+    argument_usage,
     availability_check,
     built_string,
+    defines_device,
     display_only,
-    fresh_args,
     is_cuda_string,
-    is_keyword,
     may_name_cuda,
     method_name,
+    names_a_device,
     names_cuda_device,
-    positional,
+    report_device_method,
 )
 
-_KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
-_BINDING = 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+#: What the fix writes where no device is bound: the module-level binding, or, where that name is
+#: taken, the expression itself (the examples' default target torch).
+INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+DEVICE = f"device = {INLINE}\n"
 
 
 class CudaMethodCall(Rule):
@@ -40,8 +42,10 @@ class CudaMethodCall(Rule):
         "keeps the code runnable everywhere."
     )
     fix_safety_note = (
-        "The fix moves to the `device` in scope (or the input's device inside `forward`, or a "
-        "module-level `device` it defines), which may differ from the CUDA device `.cuda(N)` named."
+        "The fix moves to the `device` bound to a device where the line runs (or, inside "
+        "`forward`, to the device of an input known to be a tensor, or to a module-level `device` "
+        "it defines; where that name is taken, the expression itself), which may differ from "
+        "the CUDA device `.cuda(N)` named."
     )
     triggers = Unguarded(lambda facts: facts.calls_named.get("cuda", ()))
     valid = (
@@ -97,9 +101,31 @@ class CudaMethodCall(Rule):
             fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",
             count=2,
         ),
+        # forward's input, known to be a tensor (a list or an int has no `.size()`): its device
         Invalid(
-            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).cuda(0)\n        return x * mask\n",
-            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        mask = torch.ones(3).to(x.device)\n        return x * mask\n",
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        n = x.size(1)\n        mask = torch.ones(n).cuda(0)\n        return x * mask\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        n = x.size(1)\n        mask = torch.ones(n).to(x.device)\n        return x * mask\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x * torch.ones(3).cuda()\n",
+            fixed="import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x * torch.ones(3).to(x.device)\n",
+        ),
+        # an input that may be a list of crops or a tuple of outputs has no `.device`
+        Invalid(
+            "import torch\n\nclass MultiCrop(torch.nn.Module):\n    def forward(self, inputs):\n"
+            "        ids = torch.arange(len(inputs)).cuda()\n        return [self.backbone(crop) for crop in inputs], ids\n",
+            fixed="import torch\n\n"
+            f'{DEVICE}\n'
+            "class MultiCrop(torch.nn.Module):\n    def forward(self, inputs):\n"
+            "        ids = torch.arange(len(inputs)).to(device)\n        return [self.backbone(crop) for crop in inputs], ids\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Loss(torch.nn.Module):\n    def forward(self, predictions, targets):\n"
+            "        loc, conf = predictions\n        zeros = torch.zeros(conf.size(0)).cuda()\n        return loc, zeros\n",
+            fixed="import torch\n\n"
+            f'{DEVICE}\n'
+            "class Loss(torch.nn.Module):\n    def forward(self, predictions, targets):\n"
+            "        loc, conf = predictions\n        zeros = torch.zeros(conf.size(0)).to(device)\n        return loc, zeros\n",
         ),
         Invalid(
             "def load(model):\n    return model.cuda()\n",
@@ -188,12 +214,45 @@ class CudaMethodCall(Rule):
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
+        # a `device` that is a function, a class or torch's own `device`: never written into `.to(...)`
+        Invalid(
+            'import torch\n\n\ndef device():\n    return "cpu"\n\n\ndef run(x):\n    return x.cuda()\n',
+            fixed=f'import torch\n\n\ndef device():\n    return "cpu"\n\n\ndef run(x):\n    return x.to({INLINE})\n',
+        ),
+        Invalid(
+            "from torch import device\nimport torch\nx = torch.ones(2).cuda()\n",
+            fixed=f"from torch import device\nimport torch\nx = torch.ones(2).to({INLINE})\n",
+        ),
+        # a parameter callers may leave None is no device
+        Invalid(
+            "import torch\n\ndef run(model, device=None):\n    return model.cuda()\n",
+            fixed=f"import torch\n\ndef run(model, device=None):\n    return model.to({INLINE})\n",
+        ),
+        # the configured name binds torch (NFKC: the fullwidth spelling is the same name)
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n",
+            fixed=f"import torch\nx = torch.ones(2).to({INLINE})\n",
+            config={"device-name": "\uff54\uff4f\uff52\uff43\uff48"},
+        ),
+        # torch imported inside a top-level `try`: not imported a second time
+        Invalid(
+            "try:\n    import torch\nexcept ImportError:\n    raise\n\nx = torch.ones(2).cuda()\n",
+            fixed=f"try:\n    import torch\nexcept ImportError:\n    raise\n\n{DEVICE}\nx = torch.ones(2).to(device)\n",
+        ),
+        # the file places on CUDA-or-CPU itself: the fix keeps that convention (no MPS on a Mac)
+        Invalid(
+            "import torch\n\n\ndef helper(x):\n    return x.cuda()\n\n\ndef main(model, x):\n"
+            "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
+            fixed='import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n\n'
+            "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
+            "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
+        ),
         # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
         Invalid(
             "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
             "        self.G = G\n        if self.gpu_mode:\n            self.G.cuda()\n",
             fixed=(
-                "import torch\n\n" + _BINDING + "\n\n\nclass GAN:\n    def __init__(self, args, G):\n"
+                "import torch\n\n" + DEVICE + "\n\nclass GAN:\n    def __init__(self, args, G):\n"
                 "        self.gpu_mode = args.gpu_mode\n        self.G = G\n        if self.gpu_mode:\n            self.G.to(device)\n"
             ),
             files={"main.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default=True)\n"},
@@ -203,7 +262,7 @@ class CudaMethodCall(Rule):
             "import torch\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
             "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.cuda()\n        return x\n",
             fixed=(
-                "import torch\n\n" + _BINDING + "\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+                "import torch\n\n" + DEVICE + "\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
                 "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n"
             ),
             files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
@@ -213,44 +272,6 @@ class CudaMethodCall(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if method_name(node) == "cuda" and not self.ctx.guarded:
             report_device_method(self, node, self.message)
-
-
-def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
-    """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
-    receiver = node.func.value
-    if rule.ctx.qualname(receiver) is not None and not (
-        isinstance(receiver, cst.Name) and rule.ctx.rebinds_import(receiver.value)
-    ):
-        return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
-    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
-        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
-    method = node.func.attr.value
-    if any(arg.star for arg in node.args):
-        rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
-        return
-    avoid = receiver.value if isinstance(receiver, cst.Name) else None
-    choice = rule.ctx.device_expression(avoid=avoid)
-    device = choice.expression()
-
-    def replace(updated: cst.Call) -> cst.Call:
-        kept = [a for a in updated.args if a.keyword is not None and a.keyword.value in _KEPT_CUDA_KEYWORDS]
-        return updated.with_changes(
-            func=updated.func.with_changes(attr=cst.Name("to")),
-            args=[cst.Arg(device)] + fresh_args(kept),
-        )
-
-    rule.report(node, message, rule.make_fix({node: replace}, needs_device_binding=choice.needs_binding))
-
-
-def _parameterless(name: Optional[str], call: cst.Call) -> bool:
-    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
-        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
-    )
-
-
-def _names_a_device(target: cst.BaseExpression) -> bool:
-    name = last_name(target)
-    return name is not None and "device" in name.lower()
 
 
 class HardcodedCudaDevice(Rule):
@@ -269,10 +290,11 @@ class HardcodedCudaDevice(Rule):
         "of an availability check (`\"cuda\" if torch.cuda.is_available() else \"cpu\"`) is fine."
     )
     fix_safety_note = (
-        'A literal used as a device becomes the `device` in scope (or a module-level one the fix '
-        'defines); a literal that defines a device becomes `"cuda" if torch.cuda.is_available() '
-        'else "mps" if torch.backends.mps.is_available() else "cpu"` (a Mac gets its GPU, not '
-        'the CPU). Either may pick another GPU than `"cuda:N"` named.'
+        'A literal used as a device becomes the `device` bound there (or a module-level one the '
+        'fix defines); a literal that defines a device becomes `"cuda" if '
+        'torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"` '
+        '(a Mac gets its GPU, not the CPU; in a file that places on CUDA-or-CPU behind its own '
+        'check, `"cpu"` stays the fallback). Either may pick another GPU than `"cuda:N"` named.'
     )
     triggers = Unguarded(Placed(may_name_cuda, as_device=True).literals)
     valid = (
@@ -407,7 +429,7 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is holder:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            if any(_names_a_device(t) for t in targets):
+            if any(names_a_device(t) for t in targets):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
             self._report(literal, literal, inline=True)
@@ -427,54 +449,20 @@ class HardcodedCudaDevice(Rule):
         return availability_check(self.ctx)
 
     def fallback_for(self, quote: str) -> str:
-        """Where a device defined by the literal goes when its backend is missing: MPS, then the CPU."""
-        torch = self.ctx.torch_reference()
-        return f"{quote}mps{quote} if {torch}.backends.mps.is_available() else {quote}cpu{quote}"
+        """Where a device defined by the literal goes when its backend is missing: MPS, then the
+        CPU; the CPU alone in a file whose own placement is CUDA-or-CPU (``engine/devices.py``)."""
+        return self.ctx.devices.fallback(quote)
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
-        name = self.ctx.qualname(call.func)
-        if name is not None and (name.startswith("torch.cuda.") or name == "torch.set_default_device"):
-            return None  # reported by the more specific TDV301 / TDV103
-        if name == "torch.device":
-            return "device-call" if arg is (positional(call) or [None])[0] or is_keyword(arg, "type") else None
-        method = method_name(call)
-        if method == "cuda":
-            return None  # TDV101
-        if is_keyword(arg, "device") or is_keyword(arg, "map_location"):
-            return "use"
-        if method == "to" and positional(call) and arg is positional(call)[0]:
-            return "use"
-        if name in {"torch.load", "torch.jit.load"} and len(positional(call)) > 1 and arg is positional(call)[1]:
-            return "use"
-        if is_keyword(arg, "default") and method == "add_argument":
-            flags = [string_value(a.value) for a in positional(call)]
-            if any(flag and "device" in flag for flag in flags):
-                return "define"
-        return None
+        return argument_usage(self.ctx, call, arg)
 
     def _report_device_call(self, literal: cst.BaseExpression, call: cst.Call) -> None:
         """``torch.device("cuda")``: defining a device keeps the call and guards the literal;
         using one in place replaces the whole call by the device chosen at run time."""
-        if self._defines_device():
+        if defines_device(self.ctx):
             self._report(literal, literal, inline=True)
         else:
             self._report(literal, call, inline=False)
-
-    def _defines_device(self) -> bool:
-        """Whether the statement being visited binds a device (``device = device or
-        torch.device("cuda")``, a parameter default): writing the run-time ``device`` there
-        would refer to the name being defined."""
-        for depth in range(1, len(self.ctx.stack)):
-            ancestor = self.ctx.parent(depth)
-            if isinstance(ancestor, cst.Assign):
-                return any(_names_a_device(t.target) for t in ancestor.targets)
-            if isinstance(ancestor, cst.AnnAssign):
-                return _names_a_device(ancestor.target)
-            if isinstance(ancestor, cst.Param):
-                return True
-            if isinstance(ancestor, (cst.BaseStatement, cst.BaseSmallStatement, cst.Lambda)):
-                return False
-        return False
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
         text = source_of(literal)
@@ -484,14 +472,19 @@ class HardcodedCudaDevice(Rule):
             fix = display_only(self, self.fix_title)
         elif inline:
             quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            guarded = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
-            if isinstance(self.ctx.parent(), cst.IfExp):  # an arm of another conditional
-                guarded = guarded.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-            fix = self.make_fix({replaced: lambda _: guarded}, imports=self.ctx.torch_imports())
+            parenthesized = isinstance(self.ctx.parent(), cst.IfExp)  # an arm of another conditional
+
+            def guarded(_: cst.CSTNode) -> cst.BaseExpression:
+                # the fallback is read when the fix is applied: the file's convention is known then
+                expression = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
+                return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if parenthesized else expression
+
+            fix = self.make_fix({replaced: guarded}, imports=self.ctx.torch_imports())
         else:
             choice = self.ctx.device_expression()
-            device = choice.expression()
-            fix = self.make_fix({replaced: lambda _: device}, needs_device_binding=choice.needs_binding)
+            fix = self.make_fix(
+                {replaced: lambda _: choice.expression()}, needs_device_binding=choice.needs_binding, imports=choice.imports()
+            )
         self.report(literal, message, fix)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
 
+from ..inference.vocabulary import DTYPES
 from ..knowledge import cst_guards as guards
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
@@ -220,3 +221,93 @@ class _AssignmentFinder:
             self.none_assigned = True
         if any(self.ctx.classify(test) != guards.NEUTRAL for test in self.tests):
             self.decided_by_availability = True
+
+
+def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
+    """Whether every tensor ``load`` restores provably ends where the program keeps its own: the
+    result (or a part of it, ``ckpt["model"]``, ``ckpt.get("ema")``) is handed to
+    ``load_state_dict``, which copies into the module's or optimizer's tensors wherever they
+    are, or moved with ``.to(device)``/``.cuda()``/``.cpu()``; directly, or through a name whose
+    every use is such (or a key lookup: ``"epoch" in ckpt``), used at least once, and, at module
+    level, in a script (another module cannot import it). State used as it was loaded (an EMA
+    shadow, a queue, a memory bank) stays where ``map_location`` put it."""
+    stack = ctx.stack
+    if _consumed(stack, len(stack) - 1):
+        return True
+    assign = stack[-2] if len(stack) >= 2 else None
+    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+
+    scope = ctx.enclosing_function()
+    if scope is None and "__main__" not in ctx.source:
+        return False
+    uses = _Uses(target)
+    walk(scope or ctx.module, uses, skip=TRIVIA_TYPES)
+    return uses.consumed and uses.count > 0
+
+
+def _consumed(stack, index: int) -> bool:
+    """Whether the value at ``stack[index]`` (the path from the module) goes, through key
+    lookups, into ``load_state_dict`` or a move."""
+    node = stack[index]
+    while index >= 1:
+        parent = stack[index - 1]
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            node, index = parent, index - 1
+        elif _attribute(parent, "get") and parent.value is node and index >= 2 and _called(stack[index - 2], parent):
+            node, index = stack[index - 2], index - 2
+        else:
+            break
+    parent = stack[index - 1] if index >= 1 else None
+    holder = stack[index - 2] if index >= 2 else None
+    if isinstance(parent, cst.Arg) and parent.value is node and isinstance(holder, cst.Call):
+        return method_name(holder) == "load_state_dict"
+    if isinstance(parent, cst.Attribute) and parent.value is node and _called(holder, parent):
+        return parent.attr.value in ("cuda", "cpu") or (parent.attr.value == "to" and _moves(holder))
+    return False
+
+
+def _called(node: Optional[cst.CSTNode], function: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and node.func is function
+
+
+def _moves(call: cst.Call) -> bool:
+    """``.to(device)``, ``.to(device=...)``: not ``.to(torch.float16)``, which keeps the device."""
+    if any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args):
+        return True
+    first = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
+    name = last_name(first) if first is not None else None
+    return first is not None and not (name is not None and (name in DTYPES or "dtype" in name.lower()))
+
+
+class _Uses:
+    """Whether each use of the name ``torch.load``'s result is bound to goes into its place
+    (``_consumed``) or only reads keys; any other use, or another binding of it, is not."""
+
+    def __init__(self, target: cst.Name) -> None:
+        self.target = target
+        self.stack: list = []
+        self.consumed = True
+        self.count = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if self.consumed and type(node) is cst.Name and node.value == self.target.value and node is not self.target:
+            self.consumed = _consumed(self.stack, len(self.stack) - 1) or self._reads_keys()
+            self.count += 1
+        return self.consumed
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _reads_keys(self) -> bool:
+        """``"epoch" in ckpt``, ``ckpt.keys()``."""
+        name = self.stack[-1]
+        parent = self.stack[-2] if len(self.stack) >= 2 else None
+        if isinstance(parent, cst.ComparisonTarget) and parent.comparator is name:
+            return isinstance(parent.operator, (cst.In, cst.NotIn))
+        return _attribute(parent, "keys") and len(self.stack) >= 3 and _called(self.stack[-3], parent)

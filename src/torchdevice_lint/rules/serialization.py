@@ -17,11 +17,17 @@ from .saved_files import (
     SavedFiles,
     cache_written_when_missing,
     in_dataset_class,
+    loaded_into_place,
     may_be_none,
     opened_path,
     path_keys,
     read_as_numpy,
 )
+
+
+#: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
+#: is missing: what the program did wherever it ran, and the CPU where it raised.
+KEEP_SAVED = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
 
 
 def may_lack_map_location(call: ast.Call) -> bool:
@@ -50,9 +56,16 @@ class LoadWithoutMapLocation(Rule):
         "torch.cuda.is_available() is False`."
     )
     fix_safety_note = (
-        'The fix passes the `device` in scope, or `"cpu"` when there is none: a device, never a '
-        'dict such as `{"cuda:0": "cpu"}` that misses checkpoints tagged `cuda:1`. Loading to the '
-        "CPU first is what `load_state_dict` needs on every device."
+        "Where the loaded state provably goes into the program's own tensors (every part of it "
+        'handed to `load_state_dict`, or moved with `.to(device)`), the fix passes `"cpu"` (or '
+        "the `device` bound there): the same result on every machine. Elsewhere (an EMA shadow, "
+        "a queue or a memory bank used as loaded) it passes `map_location=lambda storage, "
+        'location: storage if location.startswith("cuda") and not torch.cuda.is_available() '
+        "else None`: each tensor goes where it was saved, as before, unless that is CUDA and "
+        "CUDA is missing, where the original raised. Never a dict such as "
+        '`{"cuda:0": "cpu"}`, which misses checkpoints tagged `cuda:1`. `torch.jit.load` takes '
+        'no function: there the fix passes `None if torch.cuda.is_available() else "cpu"`, '
+        "unsafe, as a module saved on a Mac's MPS would load to the CPU."
     )
     triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
     valid = (
@@ -128,21 +141,24 @@ class LoadWithoutMapLocation(Rule):
         ),
     )
     invalid = (
+        # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',
-            fixed='import torch\nstate = torch.load("model.pt", map_location="cpu")\n',
+            fixed=f'import torch\nstate = torch.load("model.pt", map_location={KEEP_SAVED})\n',
         ),
         Invalid(
             "import torch\n\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path, weights_only=True))\n",
             fixed="import torch\n\ndef restore(model, path, device):\n    model.load_state_dict(torch.load(path, weights_only=True, map_location=device))\n",
         ),
+        # torch.jit.load takes no function: the CPU where CUDA is missing may not be the MPS it was saved on
         Invalid(
             'import torch as th\nscripted = th.jit.load("model.ts")\n',
-            fixed='import torch as th\nscripted = th.jit.load("model.ts", map_location="cpu")\n',
+            fixed='import torch as th\nscripted = th.jit.load("model.ts", map_location=None if th.cuda.is_available() else "cpu")\n',
+            applicability=Applicability.UNSAFE,
         ),
         Invalid(
-            "from torch import load\nckpt = load(\n    path,\n)\n",
-            fixed='from torch import load\nckpt = load(\n    path,\n    map_location="cpu",\n)\n',
+            "from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n    )\n    model.load_state_dict(ckpt)\n",
+            fixed='from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n        map_location="cpu",\n    )\n    model.load_state_dict(ckpt)\n',
         ),
         # a checkpoint saved by another function (a GPU run) and loaded to resume
         Invalid(
@@ -153,8 +169,8 @@ class LoadWithoutMapLocation(Rule):
         ),
         # a file saved by another name is not one the program wrote
         Invalid(
-            'import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt")\n',
-            fixed='import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt", map_location="cpu")\n',
+            'import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt").to(device)\n',
+            fixed='import torch\ntorch.save(model, "last.pt")\nmodel = torch.load("best.pt", map_location="cpu").to(device)\n',
         ),
         # saved from a value handed in (a model trained on a GPU elsewhere): not known CPU
         Invalid(
@@ -174,7 +190,7 @@ class LoadWithoutMapLocation(Rule):
             "        torch.distributed.init_process_group(backend=args.dist_backend)\n"
             "    elif args.gpu is not None:\n        torch.cuda.set_device(args.gpu)\n"
             "    else:\n        raise NotImplementedError('Only DDP')\n"
-            "    checkpoint = torch.load(args.resume, map_location=\"cpu\")\n",
+            f"    checkpoint = torch.load(args.resume, map_location={KEEP_SAVED})\n",
         ),
         # None unless the user passes --num_gpu 0 (default 1): a GPU checkpoint raises on a CPU
         Invalid(
@@ -193,8 +209,29 @@ class LoadWithoutMapLocation(Rule):
         ),
         # `device` is assigned only below the load: a literal, never the unbound name
         Invalid(
-            'import torch\n\nstate = torch.load("model.pt")\ndevice = torch.device("cpu")\n',
-            fixed='import torch\n\nstate = torch.load("model.pt", map_location="cpu")\ndevice = torch.device("cpu")\n',
+            'import torch\n\nmodel.load_state_dict(torch.load("model.pt"))\ndevice = torch.device("cpu")\n',
+            fixed='import torch\n\nmodel.load_state_dict(torch.load("model.pt", map_location="cpu"))\ndevice = torch.device("cpu")\n',
+        ),
+        # an EMA shadow used as loaded: on a GPU resume it must stay on the GPU
+        Invalid(
+            "import torch\n\ndef resume(model, ema, path):\n    ckpt = torch.load(path)\n"
+            '    model.load_state_dict(ckpt["model"])\n    ema.shadow = ckpt["ema"]\n    return ckpt["epoch"]\n',
+            fixed="import torch\n\ndef resume(model, ema, path):\n"
+            f"    ckpt = torch.load(path, map_location={KEEP_SAVED})\n"
+            '    model.load_state_dict(ckpt["model"])\n    ema.shadow = ckpt["ema"]\n    return ckpt["epoch"]\n',
+        ),
+        # every part goes into load_state_dict: the CPU means the same everywhere
+        Invalid(
+            "import torch\n\ndef resume(model, optimizer, path):\n    ckpt = torch.load(path)\n"
+            '    if "optimizer" in ckpt:\n        optimizer.load_state_dict(ckpt["optimizer"])\n'
+            '    model.load_state_dict(ckpt.get("model"))\n',
+            fixed="import torch\n\ndef resume(model, optimizer, path):\n    ckpt = torch.load(path, map_location=\"cpu\")\n"
+            '    if "optimizer" in ckpt:\n        optimizer.load_state_dict(ckpt["optimizer"])\n'
+            '    model.load_state_dict(ckpt.get("model"))\n',
+        ),
+        Invalid(
+            "import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path).to(device)\n",
+            fixed="import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path, map_location=device).to(device)\n",
         ),
     )
 
@@ -221,9 +258,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if in_dataset_class(self.ctx):
             return
-        device_name = self.ctx.settings.device_name
-        location = cst.Name(device_name) if self.ctx.name_bound_here(device_name) else cst.SimpleString('"cpu"')
-        new_arg = keyword_arg("map_location", location)
+        location, applicability, title = self._location(node)
+        new_arg = keyword_arg("map_location", cst.parse_expression(location))
 
         def replace(updated: cst.Call) -> cst.Call:
             """Append after the last argument, keeping the call's layout: one argument a line
@@ -249,7 +285,27 @@ class LoadWithoutMapLocation(Rule):
             added = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
             return updated.with_changes(args=args + [added])
 
-        self.report(node, self.message.format(f"{source_of(node.func)}(...)"), self.make_fix({node: replace}))
+        fix = self.make_fix({node: replace}, applicability, message=title, imports=self.ctx.torch_imports() if "torch." in location else ())
+        self.report(node, self.message.format(f"{source_of(node.func)}(...)"), fix)
+
+    def _location(self, node: cst.Call) -> Tuple[str, Applicability, str]:
+        """The ``map_location`` to pass, its safety and the fix's title. Where the restored state
+        provably goes into the program's own tensors (``load_state_dict``, a move), the CPU (or
+        the ``device`` bound here) means the same on every machine. Elsewhere a GPU run must get
+        what it got before: ``torch.load`` keeps each tensor's saved device unless that is CUDA
+        and CUDA is missing; ``torch.jit.load`` takes no such function, and the CPU it falls
+        back to may differ from the MPS device a Mac saved on, so that fix is unsafe."""
+        ctx = self.ctx
+        if loaded_into_place(ctx, node):
+            device_name = ctx.settings.device_name
+            location = device_name if ctx.devices.device_bound_here(device_name) else '"cpu"'
+            return location, Applicability.SAFE, f"Pass `map_location={location}`: the state is loaded into tensors that are where they belong"
+        torch = ctx.torch_reference()
+        if ctx.qualname(node.func) == "torch.jit.load":
+            location = f'None if {torch}.cuda.is_available() else "cpu"'
+            return location, Applicability.UNSAFE, "Pass `map_location=` the CPU where CUDA is missing"
+        location = KEEP_SAVED.replace("torch.", f"{torch}.")
+        return location, Applicability.SAFE, "Pass `map_location=` that keeps the saved device, or the CPU where CUDA is missing"
 
     def _check_location(self, node: cst.Call, location: cst.BaseExpression) -> None:
         """``map_location=name`` where ``name`` may be None (set by a user flag, not by an

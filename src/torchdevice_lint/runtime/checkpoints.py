@@ -78,16 +78,20 @@ def simulated_load(simulation: Simulation, real_load: Callable) -> Callable:
     """``torch.load`` that restores storages saved on the simulated device type as tagged CPU
     tensors, and raises for other devices what this build raises (a CUDA checkpoint under the
     simulated MPS device fails as on a Mac). ``map_location`` given as a device, string or dict
-    is honoured, a callable one is passed through unchanged."""
+    is honoured; a callable one decides first, and where it returns None the storage is
+    restored to its saved location, as ``torch.load`` does."""
 
     @functools.wraps(real_load)
     def load(f, map_location=None, *args, **kwargs):
-        if callable(map_location):
-            return real_load(f, map_location, *args, **kwargs)
         simulated_pointers = set()
 
         def restore(storage, location: str):
-            if isinstance(map_location, dict):
+            if callable(map_location) and not isinstance(map_location, torch.device):
+                chosen = map_location(storage, location)
+                if chosen is not None:
+                    return chosen
+                target = location
+            elif isinstance(map_location, dict):
                 target = map_location.get(location, location)
             else:
                 target = location if map_location is None else map_location

@@ -157,6 +157,49 @@ def statement_twins(module: cst.Module, tree: "ast.Module") -> Optional[Dict[int
     return None if pairs is None else {id(statement): first for statement, first in pairs}
 
 
+def twins_along(module: cst.Module, tree: "ast.Module", ancestors: Sequence[cst.CSTNode]) -> Dict[int, "ast.stmt"]:
+    """id(statement) -> its ``ast`` twin, for each statement among ``ancestors`` (the module down
+    to a node): compound statements, and the small statement of a line (``a; b`` holds two).
+    Stops where the two trees do not pair up."""
+    found: Dict[int, "ast.stmt"] = {}
+    pairs = _paired(module.body, tree.body) if len(ancestors) > 1 else None
+    if pairs is None:
+        return found
+    offset = 0
+    for statement, _first in pairs:
+        if statement is ancestors[1]:
+            break
+        offset += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+    else:
+        return found
+    current, block = ancestors[1], tree.body
+    for node in ancestors[2:]:
+        if offset >= len(block):
+            break
+        twin = block[offset]
+        found[id(current)] = twin
+        if isinstance(current, cst.SimpleStatementLine):
+            if node in current.body:
+                index = offset + list(current.body).index(node)
+                if index < len(block):
+                    found[id(node)] = block[index]
+            break
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            continue
+        offset = 0
+        for child, size in _cst_children(current):
+            if child is node:
+                break
+            offset += size
+        else:
+            break
+        current, block = node, _ast_children(twin)
+    else:
+        if offset < len(block):
+            found[id(current)] = block[offset]
+    return found
+
+
 def statement_code(module: cst.Module, statement: cst.CSTNode, indents: Sequence[str] = ()) -> str:
     """The code of ``statement`` as the file holds it inside blocks indented by ``indents``."""
     state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
