@@ -105,10 +105,12 @@ def python_files(root: Path) -> Iterator[Path]:
 
 class FactsCache:
     """Module facts by content hash, so a second run (or another worker) reads each file's bytes
-    but parses only the changed ones."""
+    but parses only the changed ones. ``known`` are facts kept from an earlier run (the results
+    cache directory stores them); ``parsed`` counts the modules this one had to parse."""
 
-    def __init__(self) -> None:
-        self.by_hash: Dict[str, ModuleFacts] = {}
+    def __init__(self, known: Optional[Dict[str, ModuleFacts]] = None) -> None:
+        self.by_hash: Dict[str, ModuleFacts] = dict(known or {})
+        self.parsed = 0
 
     def facts_of_file(self, file: Path) -> ModuleFacts:
         data = _regular_file_bytes(file)
@@ -121,6 +123,7 @@ class FactsCache:
         key = hashlib.sha256(data).hexdigest()
         if key not in self.by_hash:
             self.by_hash[key] = _parse_facts(data)
+            self.parsed += 1
         return self.by_hash[key]
 
 
@@ -156,8 +159,8 @@ def _parse_facts(data: bytes) -> ModuleFacts:
 class Projects:
     """The projects of a run, each read once, by root."""
 
-    def __init__(self) -> None:
-        self.cache = FactsCache()
+    def __init__(self, cache: Optional[FactsCache] = None) -> None:
+        self.cache = cache if cache is not None else FactsCache()
         self._by_root: Dict[Path, Project] = {}
         self._roots: Dict[str, Optional[Path]] = {}
 
