@@ -62,8 +62,9 @@ class Project:
             self.modules[str(file)] = self.cache.facts_of_file(file)
 
     def update(self, path: str, text: str) -> None:
-        """An editor's buffer replaces the file's facts on disk."""
-        self.modules[os.path.abspath(path)] = self.cache.facts_of_text(text)
+        """An editor's buffer replaces the file's facts on disk. Its facts are not kept in the
+        cache by content: each keystroke is a new text, and the server's memory must stay flat."""
+        self.modules[os.path.abspath(path)] = _parse_facts(text.encode("utf-8", "surrogatepass"))
         self._facts = None
 
     @property
@@ -115,9 +116,6 @@ class FactsCache:
     def facts_of_file(self, file: Path) -> ModuleFacts:
         data = _regular_file_bytes(file)
         return self._facts(data) if data is not None else ModuleFacts()
-
-    def facts_of_text(self, text: str) -> ModuleFacts:
-        return self._facts(text.encode("utf-8", "surrogatepass"))
 
     def _facts(self, data: bytes) -> ModuleFacts:
         key = hashlib.sha256(data).hexdigest()
