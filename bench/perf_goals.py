@@ -6,12 +6,16 @@ checkouts, never committed; bench/realcode.py extracts them):
   after another (1k and 10k lines), and one function of 1k and 10k lines with a finding on
   every other line (goal 3: each <= 3x, and the per-line cost flat);
 - a second ``check`` with one file changed against the first, on a copy of the research tree
-  with a results cache (goal 5: <= 0.1x).
+  with a results cache (goal 5: <= 0.1x);
+- on the research files: ``check -j1`` against ``libcst.parse_module`` of the same files (goal 4:
+  <= 0.9x), flake8 with the plugin against plain flake8 (its own environment, as ``run.py``
+  makes it: <= 1.3x), and ``check`` of one small research file against importing LibCST and
+  parsing it (<= 0.7x); rounds taking turns, the median ratio and its range.
 
     python bench/perf_goals.py [--research /work/eval/repos] [--lines 1000 10000]
 
-The language server's latency is ``bench/lsp_latency.py``; the format, flake8, parse and
-start-up ratios are ``bench/run.py``'s.
+The language server's latency is ``bench/lsp_latency.py``; the output-format ratios and the
+pinned corpus's are ``bench/run.py``'s.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import List, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 CACHE = ROOT / "bench" / ".cache"
 #: Where the generated files are checked: a project of its own (this checkout's project model
 #: would read the whole pinned corpus for every run).
@@ -103,11 +108,40 @@ def second_run(roots: Sequence[Path]) -> str:
     return f"{second / first:.3f} (second {second:.2f} s, first {first:.2f} s, {files} files)"
 
 
+def research_ratios(roots: Sequence[Path], rounds: int) -> list:
+    from bench.run import PARSE_ONLY, TOOLS_DIR, alternate, check_command, file_list, paired_ratio, tool_venv, _installed_version
+
+    TOOLS_DIR.mkdir(parents=True, exist_ok=True)
+    files = research_modules(roots)
+    listed = file_list(files)
+    parse = [sys.executable, "-c", PARSE_ONLY.format(module="libcst", function="parse_module"), listed]
+    paired = alternate([("parse", parse, None), ("check", check_command(files, "-j1", "--no-cache"), None)], files, rounds)
+    rows = [(f"check -j1 / libcst.parse_module, {len(files)} research files (cpu)", paired_ratio(paired["check"], paired["parse"]), "<= 0.9")]
+    plain = tool_venv("flake8", f"flake8=={_installed_version('flake8')}")
+    flake8 = alternate([
+        ("plain", [str(plain / "flake8"), "-j1", "--isolated", *map(str, files)], None),
+        ("ours", [sys.executable, "-m", "flake8", "-j1", "--isolated", *map(str, files)], None),
+    ], files, rounds)
+    rows.append(("flake8+plugin / flake8, same files (cpu)", paired_ratio(flake8["ours"], flake8["plain"]), "<= 1.3"))
+    small = min((path for path in files if 40 <= path.read_text(errors="replace").count("\n") <= 80 and ".cuda()" in path.read_text(errors="replace")),
+                key=lambda path: path.stat().st_size)
+    single = file_list([small])
+    startup = alternate([
+        ("import+parse", [sys.executable, "-c", PARSE_ONLY.format(module="libcst", function="parse_module"), single], None),
+        ("check", check_command([small], "--no-cache"), None),
+    ], [small], max(rounds, 5))
+    rows.append((f"check of one small file / import LibCST + parse it ({small.name})", paired_ratio(startup["check"], startup["import+parse"]), "<= 0.7"))
+    os.unlink(listed)
+    os.unlink(single)
+    return rows
+
+
 def main(argv: Sequence[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--research", type=Path, nargs="*", default=[Path("/work/eval/repos")])
     parser.add_argument("--lines", type=int, nargs="*", default=[1000, 10000])
-    parser.add_argument("--skip", nargs="*", default=[], choices=["fix", "project"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["fix", "project", "research"])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each paired research measurement")
     args = parser.parse_args(argv)
     CACHE.mkdir(parents=True, exist_ok=True)
     (WORK / "pyproject.toml").write_text("")
@@ -117,6 +151,8 @@ def main(argv: Sequence[str] = None) -> int:
             rows.append((f"fix / check, research modules joined, {lines} lines", fix_against_check(joined_research(args.research, lines)), "<= 3"))
         for lines in args.lines:
             rows.append((f"fix / check, one function of {lines} lines", fix_against_check(long_function(lines)), "<= 3"))
+    if "research" not in args.skip:
+        rows += research_ratios(args.research, args.rounds)
     if "project" not in args.skip:
         rows.append(("second check, one file changed / first (cpu)", second_run(args.research), "<= 0.1"))
     print("| ratio | measured | target |\n|---|---|---|")

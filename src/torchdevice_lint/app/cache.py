@@ -31,6 +31,7 @@ import re
 import stat
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -123,10 +124,24 @@ def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:
     except OSError:
         return
     candidates.sort(reverse=True)
-    for position, (modified, path) in enumerate(candidates):
-        if position >= MAX_CACHE_FILES - 1 or now - modified > MAX_AGE_SECONDS:
+    in_use = {cache.path for cache in _LIVE}
+    seen = {"results": 0, "facts": 0}
+    for modified, path in candidates:
+        kind = path.name.split("-", 1)[0]
+        seen[kind] += 1
+        if path in in_use:
+            continue
+        if seen[kind] > _KEPT[kind] or now - modified > MAX_AGE_SECONDS:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+#: The cache objects alive in this process: pruning never deletes their files (a run with more
+#: settings groups than ``MAX_CACHE_FILES`` would otherwise delete its own groups' results).
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()
+#: How many files of each kind pruning keeps besides the one being saved: results of the newest
+#: settings and builds, and the project facts of the newest build.
+_KEPT = {"results": MAX_CACHE_FILES - 1, "facts": 1}
 
 
 def _tool_fingerprint() -> str:
@@ -156,6 +171,7 @@ class ResultCache:
         self.path = self.directory / f"results-{hashlib.sha256(key_material.encode()).hexdigest()[:20]}.json"
         self._entries: Dict[str, list] = self._load()
         self._changed = False
+        _LIVE.add(self)
 
     def _load(self) -> Dict[str, list]:
         try:
