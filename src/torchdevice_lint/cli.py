@@ -11,12 +11,12 @@ import functools
 import os
 import sys
 import traceback
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
+from .project import baseline as baselines
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, StoredFacts, default_cache_dir
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
@@ -25,6 +25,7 @@ from .app.docs import rule_page, write_rule_docs
 from .app.output import (
     FORMATS,
     FORMATS_WITH_EDITS,
+    fix_summary,
     MACHINE_FORMATS,
     printable,
     render,
@@ -38,9 +39,9 @@ from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode, read_source
+from .app.watch import pyprojects_above, watch
 from .engine.engine import Engine
 from .model.findings import FileResult
-from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings
 from .project.model import Projects
 from .rules import all_rules, rule_by_code
@@ -72,6 +73,16 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings and errors only: no summary, no progress")
     parser.add_argument("--show-settings", action="store_true", help="print the settings the first file is checked with, and exit")
     parser.add_argument("--show-files", action="store_true", help="print the files that would be checked, and exit")
+    parser.add_argument("--baseline", metavar="FILE", help="report only findings not in FILE (default: the configured `baseline`)")
+    parser.add_argument("--no-baseline", action="store_true", help="report every finding, even with a baseline configured")
+
+
+def _fix_options(parser: argparse.ArgumentParser) -> None:
+    """The fixing flags ``torchdevice-fix`` and ``check --fix`` share (ruff's names)."""
+    parser.add_argument("--diff", action="store_true", help="print a unified diff of the fixes and write nothing (exit 1 if a file would change)")
+    parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+                        help="also apply fixes that may change which device is used")
+    parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
 
 
 def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
@@ -127,9 +138,12 @@ def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Sett
 def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
     if args.no_cache:
         return None
-    directory = Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings, find_project_root(settings.root))
-    # Whether unsafe fixes are applied changes no finding: check and fix share one cache file.
-    return ResultCache(directory, replace(settings, unsafe_fixes=False), with_edits)
+    if args.cache_dir or settings.cache_dir:  # the command line's, else the configuration's (ruff's order)
+        directory = Path(args.cache_dir) if args.cache_dir else Path(settings.root) / settings.cache_dir
+    else:
+        directory = default_cache_dir(settings, find_project_root(settings.root))
+    # Neither unsafe fixes nor where and how results are shown change a finding: one cache file.
+    return ResultCache(directory, replace(settings, unsafe_fixes=False, output_format=None, cache_dir=None), with_edits)
 
 
 def _stdin_excluded(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> bool:
@@ -191,12 +205,17 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="report hazards")
     _selection_options(check)
-    check.add_argument("--output-format", choices=sorted(FORMATS), default="full",
-                       help="full (code frames), concise, json, json-lines, github (Actions annotations), "
+    check.add_argument("--output-format", choices=sorted(FORMATS),
+                       help="full (code frames; the default unless output-format is configured), concise, json, json-lines, github (Actions annotations), "
                             "gitlab (Code Quality), sarif, rdjson (reviewdog), junit")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    check.add_argument("--write-baseline", metavar="FILE", help="write every finding to FILE as the baseline, and exit")
+    check.add_argument("--fix", action="store_true", help="apply the fixes torchdevice-fix applies, then report what remains")
+    _fix_options(check)
+    check.add_argument("--watch", "-w", action="store_true", help="check again whenever a checked file or a pyproject.toml changes (Ctrl-C stops)")
+    check.set_defaults(check=False)  # torchdevice-fix's --check: never set by `check --fix`
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
@@ -207,11 +226,36 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
         return _rule_command(parser, args)
     if args.command == "server":
         return _server_command()
+    if (args.fix or args.diff) and (args.add_noqa or args.statistics):
+        parser.error("--fix and --diff cannot be combined with --add-noqa or --statistics")
+    if args.diff and args.output_file:
+        parser.error("--diff prints the diff to stdout; it cannot be combined with --output-file")
+    if args.watch and "-" in args.paths:
+        parser.error("--watch watches files; it cannot read stdin")
+    if args.watch:
+        return watch(lambda: _checked(argparse.Namespace(**vars(args))), lambda: _watched_files(args), _error)
+    return _checked(args)
+
+
+def _checked(args: argparse.Namespace) -> int:
     try:
         return _check_command(args)
     except ConfigError as error:
         _error(f"torchdevice-lint: error: {error}")
         return EXIT_ERROR
+
+
+def _watched_files(args: argparse.Namespace) -> List[str]:
+    """What ``--watch`` watches: the files a check takes and the pyproject.toml of each; with a
+    broken configuration, every pyproject.toml above the paths given (to see it mended)."""
+    try:
+        resolver, run = _resolver(args)
+        files, _ = discover(args.paths or ["."], resolver, notes=[], respect_gitignore=run.respect_gitignore,
+                            force_exclude=run.force_exclude)
+    except ConfigError:
+        return pyprojects_above(args.paths or ["."])
+    configs = {args.config} if args.config else {os.path.join(resolver(path).root, "pyproject.toml") for path in files}
+    return sorted(set(files) | configs)
 
 
 def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -248,7 +292,11 @@ def _check_command(args: argparse.Namespace) -> int:
     shown = _show(args, resolver, run)
     if shown is not None:
         return shown
+    args.output_format = args.output_format or run.output_format or "full"
+    if args.fix or args.diff:
+        return _fix_run(args, resolver, run)
     with_edits = args.output_format in FORMATS_WITH_EDITS and not args.statistics
+    baseline = None if args.write_baseline or args.add_noqa else baselines.configured(run, args.baseline, args.no_baseline)
     missing: List[str] = []
     if args.paths == ["-"]:
         source = _stdin_source(args)
@@ -257,7 +305,6 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
-        sources = source.texts_by_frame()
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
@@ -270,10 +317,13 @@ def _check_command(args: argparse.Namespace) -> int:
                                            cache=cache, on_done=progress.advance))
         finally:
             progress.close()
-        sources = _texts(results)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
-    return _report(results, sources, missing, args)
+    if args.write_baseline:
+        return _write_baseline_command(args.write_baseline, results, missing)
+    results, filtered = baselines.apply(baseline, results)
+    sources = source.texts_by_frame() if args.paths == ["-"] else _texts(results)
+    return _report(results, sources, missing, args, filtered)
 
 
 def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -281,6 +331,14 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
     for message in list(missing) + [str(r.error) for r in results if r.error is not None] + problems:
         _error(message)
     _error(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
+
+
+def _write_baseline_command(path: str, results: Sequence[FileResult], missing: Sequence[str]) -> int:
+    written = baselines.rewrite(path, results)
+    for message in list(missing) + [str(r.error) for r in results if r.error is not None]:
+        _error(message)
+    _error(f"Wrote {written} finding{'s' if written != 1 else ''} to the baseline {path}.")
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
@@ -312,7 +370,8 @@ def _texts(results: Sequence[FileResult]) -> dict:
     return texts
 
 
-def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace) -> int:
+def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace,
+            filtered: Optional[baselines.Filtered] = None) -> int:
     results = sorted_results(results)
     for message in missing:
         _error(message)
@@ -324,7 +383,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
     else:
         colour = wants_colour(sys.stdout)
     if args.statistics:
-        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS)
+        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS,
+                          baselined=filtered.baselined if filtered else None)
     else:
         text = render(args.output_format, results, sources, colour=colour)
     if args.output_file:
@@ -335,6 +395,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
         sys.stdout.write(text)
     if not (args.quiet or args.statistics or (args.output_format in MACHINE_FORMATS and not args.output_file)):
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
+        if filtered is not None:
+            print(filtered.summary(), file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in results) and not args.exit_zero else EXIT_CLEAN
@@ -346,11 +408,8 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-fix", description="Rewrite device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-fix {__version__}")
     _selection_options(parser)
-    parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
+    _fix_options(parser)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file would change")
-    parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
-                        help="also apply fixes that may change which device is used")
-    parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
     args = parser.parse_args(argv)
     try:
         return _fix_command(args)
@@ -364,7 +423,15 @@ def _fix_command(args: argparse.Namespace) -> int:
     shown = _show(args, resolver, run)
     if shown is not None:
         return shown
+    return _fix_run(args, resolver, run)
+
+
+def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> int:
+    """torchdevice-fix's run; ``check --fix`` runs it too, then reports what remains as
+    ``check`` reports findings (its output format, output file and exit code)."""
+    from_check = getattr(args, "command", None) == "check"
     write = not (args.diff or args.check)
+    baseline = baselines.configured(run, args.baseline, args.no_baseline)  # before any file is written
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
@@ -379,11 +446,11 @@ def _fix_command(args: argparse.Namespace) -> int:
             _error(str(result.error))
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
-        return _fix_exit([result], args, missing=())
+        return _fix_exit([result], args, (), baselines.apply(baseline, [result.remaining] if result.remaining else [])[0])
     files, missing = _discover(args, resolver, run)
     # Every group's cache directory is accepted or refused before the first file is written.
     groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
-    for message in missing:
+    for message in missing if not from_check or args.diff else ():
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
     results = []
@@ -402,50 +469,35 @@ def _fix_command(args: argparse.Namespace) -> int:
         _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
         return EXIT_INTERRUPTED
     results.sort(key=lambda r: r.path)
+    if from_check and not args.diff:
+        if not args.quiet:
+            _error(fix_summary(results, [], False, run.unsafe_fixes, resolver))
+        remaining, filtered = baselines.apply(baseline, [r.remaining or FileResult(r.path, error=r.error) for r in results])
+        return _report(remaining, _texts(remaining), missing, args, filtered)
     for result in results:
         if result.error:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
+    remaining, filtered = baselines.apply(baseline, sorted_results([r.remaining for r in results if r.remaining is not None]))
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
-        for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
+        for line in fix_summary(results, remaining, args.diff or args.check, run.unsafe_fixes, resolver).splitlines():
             _error(line)
-    return _fix_exit(results, args, missing)
+        if filtered is not None:
+            _error(filtered.summary())
+    return _fix_exit(results, args, missing, remaining)
 
 
-def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
+def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str], remaining: Sequence[FileResult]) -> int:
     if missing or any(r.error for r in results):
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
-    return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN
-
-
-def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> str:
-    applied: Counter = Counter()
-    for result in results:
-        applied.update(result.applied)
-    changed = sum(1 for r in results if r.changed)
-    verb = "Would fix" if (args.diff or args.check) else "Fixed"
-    total = sum(applied.values())
-    if total:
-        rules = ", ".join(f"{code} x{count}" for code, count in sorted(applied.items()))
-        lines = [f"{verb} {total} finding{'s' if total != 1 else ''} in {changed} file{'s' if changed != 1 else ''} ({rules})."]
-    else:
-        lines = ["Nothing to fix."]
-    left = [f for r in remaining for f in r.findings]
-    if left:
-        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
-        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
-        if more and not unsafe:
-            line += f" ({more} fixable with --unsafe-fixes)"
-        lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
-    return "\n".join(lines)
+    return EXIT_FINDINGS if any(r.findings for r in remaining) else EXIT_CLEAN
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,13 +3,28 @@
 flake8 applies its own ``--select``/``--ignore``/``# noqa`` to what the plugin yields. Opt-in
 rules (TDV9xx) are yielded only when flake8's selection names them explicitly (e.g.
 ``--extend-select TDV9``), so they stay off by default as in ``check``.
+
+What flake8 has no words for comes from the file's ``[tool.torchdevice-lint]`` table: the
+platform layer of TDV905 (``allowed-backend-paths``, ``banned-backend-apis``) and the
+``baseline``, whose findings are not yielded. ``--torchdevice-baseline FILE`` (or
+``torchdevice-baseline = FILE`` in flake8's configuration) names another baseline.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+import os
+from dataclasses import replace
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__, api
+from .project import baseline as baselines
+from .app.config import SettingsResolver
+from .engine.engine import Engine
+from .model.findings import Finding
+from .model.settings import ConfigError
+
+#: The code of the one line a file gets when its configuration cannot be read.
+CONFIG_ERROR = "TDV000"
 
 
 def _explicitly_selected(options) -> Tuple[str, ...]:
@@ -25,7 +40,12 @@ def _explicitly_selected(options) -> Tuple[str, ...]:
 class Plugin:
     name = "torchdevice-lint"
     version = __version__
-    _engine = api.engine(projects=api.Projects())
+    _settings = api.Settings()
+    _baseline_option: Optional[str] = None
+    _resolver = SettingsResolver()
+    _projects = api.Projects()
+    _engines: Dict[tuple, Engine] = {}
+    _baselines: Dict[str, baselines.Baseline] = {}
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
         # flake8's own ``ast`` is the engine's first stage: most files are never parsed again.
@@ -34,14 +54,31 @@ class Plugin:
         self.lines = lines
 
     @classmethod
+    def add_options(cls, manager) -> None:
+        manager.add_option(
+            "--torchdevice-baseline", metavar="FILE", parse_from_config=True, normalize_paths=True,
+            help="report only TDV findings not in FILE (written by `torchdevice-lint check --write-baseline`)",
+        )
+
+    @classmethod
     def parse_options(cls, options) -> None:
-        opt_in = _explicitly_selected(options)
-        cls._engine = api.engine(api.Settings(select=("TDV",) + opt_in), projects=api.Projects())
+        cls._settings = api.Settings(select=("TDV",) + _explicitly_selected(options))
+        cls._baseline_option = getattr(options, "torchdevice_baseline", None)
+        cls._projects = api.Projects()
+        cls._engines.clear()
+        if cls._baseline_option:
+            try:
+                cls._baseline(cls._baseline_option)
+            except ConfigError as error:
+                raise SystemExit(f"flake8: torchdevice-lint: {error}") from None
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
-        source = "".join(self.lines)
-        result = self._engine.check_source(self.filename, source, tree=self.tree)
-        for finding in result.findings:
+        try:
+            findings = self._findings()
+        except ConfigError as error:  # the file's pyproject.toml or its baseline: one line, on line 1
+            yield 1, 0, f"{CONFIG_ERROR} torchdevice-lint cannot check this file: {error}", type(self)
+            return
+        for finding in findings:
             yield (
                 finding.location.row,
                 finding.location.column - 1,
@@ -49,3 +86,28 @@ class Plugin:
                 type(self),
             )
 
+    def _findings(self) -> List[Finding]:
+        project = self._resolver(self.filename)
+        result = self._engine(project).check_source(self.filename, "".join(self.lines), tree=self.tree)
+        path = self._baseline_option or (os.path.join(project.root, project.baseline) if project.baseline else None)
+        if path:
+            return baselines.filter_results(self._baseline(path), [result]).results[0].findings
+        return result.findings
+
+    @classmethod
+    def _engine(cls, project: api.Settings) -> Engine:
+        """flake8's selection, with the project's platform layer (and its root, which the
+        layer's patterns are relative to)."""
+        layer = (project.root, tuple(project.allowed_backend_paths), tuple(project.banned_backend_apis))
+        if layer not in cls._engines:
+            cls._engines[layer] = api.engine(
+                replace(cls._settings, root=layer[0], allowed_backend_paths=layer[1], banned_backend_apis=layer[2]),
+                projects=cls._projects,
+            )
+        return cls._engines[layer]
+
+    @classmethod
+    def _baseline(cls, path: str) -> baselines.Baseline:
+        if path not in cls._baselines:
+            cls._baselines[path] = baselines.load(path)
+        return cls._baselines[path]

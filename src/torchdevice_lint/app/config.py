@@ -10,8 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..first_stage.triggers import within
+from ..knowledge.backends import DEVICE_MODULES
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
+from .output import FORMATS
 from .torch_target import with_inferred_target
 
 if sys.version_info >= (3, 11):
@@ -35,6 +38,14 @@ _KEYS = {
     "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
+    "baseline": "str",
+    "allowed-backend-paths": "codes",
+    "banned-backend-apis": "codes",
+    "fixable": "codes",
+    "unfixable": "codes",
+    "output-format": "format",
+    "cache-dir": "str",
+    "extend": "str",  # another pyproject.toml whose table this one extends (read by ``_extended_table``)
 }
 
 
@@ -54,6 +65,30 @@ def _table(path: Path) -> Optional[dict]:
     """The ``[tool.torchdevice-lint]`` table of a pyproject.toml, None when it has none."""
     tool = _read_toml(path).get("tool", {})
     return tool.get("torchdevice-lint") if isinstance(tool, dict) else None
+
+
+def _extended_table(path: Path, seen: Sequence[Path] = ()) -> dict:
+    """The table of ``path`` on top of the one its ``extend`` names (relative to ``path``, as in
+    ruff), recursively; keys set here replace the extended file's, ``extend-*`` lists add to them."""
+    table = _table(path) or {}
+    if not isinstance(table, dict) or "extend" not in table:
+        return table
+    base = table["extend"]
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{path}: extend must be the path of another pyproject.toml")
+    base_path = (path.parent / os.path.expandvars(os.path.expanduser(base))).resolve()
+    chain = [*seen, path.resolve()]
+    if base_path in chain:
+        raise ConfigError(f"{path}: extend makes a circle: {' -> '.join(str(p) for p in [*chain, base_path])}")
+    if not base_path.is_file():
+        raise ConfigError(f"{path}: extend names {base_path}, which does not exist")
+    inherited = _extended_table(base_path, chain)
+    merged = {**inherited, **table}
+    for key in ("extend-select", "extend-exclude"):  # added to, as in ruff, not replaced
+        if isinstance(inherited.get(key), list) and isinstance(table.get(key), list):
+            merged[key] = inherited[key] + table[key]
+    del merged["extend"]
+    return merged
 
 
 def _directory_of(start: str) -> Path:
@@ -88,7 +123,7 @@ def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settin
     if path is None:
         settings = Settings(root=str(find_project_root(start) or os.path.abspath(".")))
         return with_inferred_target(settings, _directory_of(start), configured=False)
-    table = _table(path) or {}
+    table = _extended_table(path)
     settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
     return with_inferred_target(settings, Path(os.path.abspath(path)).parent, configured="target-torch-version" in table)
 
@@ -137,12 +172,18 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         if kind is None:
             known = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
-        values[key.replace("-", "_")] = _check_value(key, kind, value, source)
-    for key in ("select", "extend_select", "ignore"):
+        checked = _check_value(key, kind, value, source)
+        if key != "extend":  # already followed by ``_extended_table``
+            values[key.replace("-", "_")] = checked
+    for key in ("select", "extend_select", "ignore", "fixable", "unfixable"):
         try:
             check_codes(values.get(key, ()))
         except ConfigError as error:
             raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
+    for name in values.get("banned_backend_apis", ()):
+        if not (all(part.isidentifier() for part in name.split(".")) and within(name, DEVICE_MODULES)):
+            # TDV905's trigger looks into these modules only
+            raise ConfigError(f"{source}: banned-backend-apis: {name!r} is not a name in {', '.join(DEVICE_MODULES)}")
     for pattern, codes in values.get("per_file_ignores", {}).items():
         try:
             check_codes(codes)
@@ -178,6 +219,10 @@ def _check_value(key: str, kind: str, value, source: str):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ConfigError(f"{source}: {key} must be a number of seconds (0: no limit)")
         return float(value)
+    if kind == "format":
+        if value not in FORMATS:
+            raise ConfigError(f"{source}: {key} must be one of {', '.join(sorted(FORMATS))}, not {value!r}")
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")

@@ -9,10 +9,12 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..model.findings import FileResult, Finding, position_key
-from ..model.fixes import Applicability
+from ..model.fixes import Applicability, target_needed
+from ..model.settings import Settings
+from ..rules import rule_by_code
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
 from .notebooks import cell_key
@@ -182,8 +184,10 @@ def sorted_results(results: Sequence[FileResult]) -> List[FileResult]:
     return ordered
 
 
-def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
-    """``--statistics``: findings per rule, most frequent first; ``[*]`` when some have a safe fix."""
+def statistics(results: Sequence[FileResult], as_json: bool = False, baselined: Optional[Counter] = None) -> str:
+    """``--statistics``: findings per rule, most frequent first; ``[*]`` when some have a safe fix.
+    With a baseline (``baselined``: code -> findings it held) the counts are the new findings,
+    and how many the baseline held follows: a last line, or a ``baselined`` field per rule."""
     counts: Counter = Counter()
     names, fixable = {}, set()
     for f in (f for r in results for f in r.findings):
@@ -194,9 +198,16 @@ def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if as_json:
         rows = [{"code": c, "name": names[c], "count": n, "fixable": c in fixable} for c, n in ordered]
+        if baselined is not None:
+            rows += [{"code": c, "name": rule_by_code(c).name, "count": 0, "fixable": False} for c in sorted(set(baselined) - set(counts))]
+            rows = [dict(row, baselined=baselined.get(row["code"], 0)) for row in rows]
         return json.dumps(rows, indent=2) + "\n"
     width = len(str(max(counts.values()))) if counts else 1
-    return "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
+    text = "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
+    if baselined is not None:
+        total = sum(baselined.values())
+        text += f"{total} more baselined\n"
+    return text
 
 
 def settings_text(target: str, config: Optional[str], settings) -> str:
@@ -282,3 +293,45 @@ def summary(results: Sequence[FileResult], colour: bool = False) -> str:
     if unsafe:
         lines.append(f"[-] {unsafe} more fixable with `torchdevice-fix --unsafe-fixes`.")
     return "\n".join(lines)
+
+
+def fix_summary(results: Iterable, remaining: Sequence[FileResult], preview: bool, unsafe: bool,
+                settings_of: Callable[[str], Settings]) -> str:
+    """What the fixer did (``preview``: would do) and what remains: how many per rule, and for
+    a finding whose fix the target torch lacks, the target, where it came from and how to move it."""
+    applied: Counter = Counter()
+    for result in results:
+        applied.update(result.applied)
+    changed = sum(1 for r in results if r.changed)
+    total = sum(applied.values())
+    if total:
+        rules = ", ".join(f"{code} x{count}" for code, count in sorted(applied.items()))
+        lines = [f"{'Would fix' if preview else 'Fixed'} {total} finding{'s' if total != 1 else ''} in {changed} file{'s' if changed != 1 else ''} ({rules})."]
+    else:
+        lines = ["Nothing to fix."]
+    left = [f for r in remaining for f in r.findings]
+    if left:
+        per_rule = ", ".join(f"{code} x{count}" for code, count in sorted(Counter(f.code for f in left).items()))
+        after = " after the fixes" if preview else ""  # the positions below are the fixed file's
+        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}{after} ({per_rule})"
+        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
+        if more and not unsafe:
+            line += f"; {more} fixable with --unsafe-fixes"
+        lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
+        lines.extend(_withheld_for_target(left, settings_of))
+    return "\n".join(lines)
+
+
+def _withheld_for_target(findings: Sequence[Finding], settings_of: Callable[[str], Settings]) -> List[str]:
+    lines = []
+    for f in findings:
+        needed = target_needed(f.fix.message) if f.fix else None
+        if needed is None:
+            continue
+        settings = settings_of(f.filename)
+        lines.append(
+            f"{f.where}: {f.code} has no fix for the target torch {settings.target_torch_version} "
+            f"({settings.target_torch_source}): {printable(f.fix.message)}. If the code need not run on older "
+            f'torch, set target-torch-version = "{needed}" in [tool.torchdevice-lint] or pass --target-torch-version {needed}.'
+        )
+    return lines

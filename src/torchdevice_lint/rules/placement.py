@@ -12,12 +12,14 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
+    built_string,
     display_only,
     fresh_args,
     is_cuda_string,
     is_keyword,
     may_name_cuda,
     method_name,
+    names_cuda_device,
     positional,
 )
 
@@ -51,6 +53,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
         Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda(args.gpu)\n"),
+        # a module's own function named `cuda`, the module name bound only in another function
+        Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
         Valid(
             'import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\n'
@@ -157,6 +161,15 @@ class CudaMethodCall(Rule):
                 "def fit(strategy, model):\n    strategy.barrier()\n    model.to(device)\n"
             ),
         ),
+        # an imported module's name rebound to a model (awd-lstm's `model = model.RNNModel(...)`)
+        Invalid(
+            "import torch\nimport model\n\nmodel = model.RNNModel(3)\nmodel.cuda()\n",
+            fixed=(
+                "import torch\nimport model\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
+                "\nmodel = model.RNNModel(3)\nmodel.to(device)\n"
+            ),
+        ),
         # a helper named like a distributed setup may serve single-GPU runs: not a guard
         Invalid(
             "import torch\n\ndef train(args, model):\n    init_distributed_mode(args)\n    model.cuda()\n",
@@ -205,7 +218,9 @@ class CudaMethodCall(Rule):
 def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
     receiver = node.func.value
-    if rule.ctx.qualname(receiver) is not None:
+    if rule.ctx.qualname(receiver) is not None and not (
+        isinstance(receiver, cst.Name) and rule.ctx.rebinds_import(receiver.value)
+    ):
         return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
     if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
         return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
@@ -270,6 +285,8 @@ class HardcodedCudaDevice(Rule):
         Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
         Valid('import torch\nx = torch.ones(2)\nif x.is_cuda:\n    y = torch.zeros(2, device="cuda")\n'),
         Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
+        # built strings that are no device: a message, a name
+        Valid('import torch\nprint("cuda: {} MB".format(mb))\nlog(tag="cuda:" + name)\nx = torch.ones(1).to("cuda_{}".format(i) and dev)\n'),
         Valid(
             'import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n'
             '    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'
@@ -322,6 +339,18 @@ class HardcodedCudaDevice(Rule):
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
+        # a device string built at run time (hifi-gan, swav)
+        Invalid(
+            "import torch\n\ndef train(rank):\n    device = torch.device('cuda:{:d}'.format(rank))\n",
+            fixed=(
+                "import torch\n\ndef train(rank):\n    device = torch.device('cuda:{:d}'.format(rank) if torch.cuda.is_available() "
+                "else 'mps' if torch.backends.mps.is_available() else 'cpu')\n"
+            ),
+        ),
+        Invalid(
+            'import torch\n\ndef restore(path, gpu, device):\n    return torch.load(path, map_location="cuda:" + str(gpu))\n',
+            fixed='import torch\n\ndef restore(path, gpu, device):\n    return torch.load(path, map_location=device)\n',
+        ),
         # `--no_cuda` is off by default: the else arm, CUDA, is what runs (3D-ResNets)
         Invalid(
             'import torch\np.add_argument("--no_cuda", action="store_true")\nopt = p.parse_args()\n'
@@ -349,12 +378,19 @@ class HardcodedCudaDevice(Rule):
         self._check(node)
 
     def _check(self, literal: cst.BaseExpression) -> None:
-        if self.ctx.guarded or not self.names_device(literal):
+        if self.ctx.guarded:
             return
         ctx = self.ctx
+        depth, holder = 1, literal
+        if not self.names_device(literal):
+            template = built_string(ctx, literal, self.names_template)
+            if template is None:
+                return
+            # `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`: the built string is the literal
+            literal, depth = template
+            holder = literal
         # `"cuda" if opt.cuda else "cpu"`, `"cpu" if opt.no_cuda else "cuda"` (a condition that is
         # no guard: a guard's arm is not visited as unguarded) is used like the literal
-        depth, holder = 1, literal
         while isinstance(ctx.parent(depth), cst.IfExp) and holder in (ctx.parent(depth).body, ctx.parent(depth).orelse):
             holder, depth = ctx.parent(depth), depth + 1
         parent = ctx.parent(depth)
@@ -378,6 +414,10 @@ class HardcodedCudaDevice(Rule):
 
     def names_device(self, literal: cst.BaseExpression) -> bool:
         return is_cuda_string(literal)
+
+    def names_template(self, head: str) -> bool:
+        """Whether a string built from a template that starts with ``head`` names a device."""
+        return names_cuda_device(head, True)
 
     def message_for(self, literal: cst.BaseExpression, text: str) -> str:
         return self.message.format(text)
