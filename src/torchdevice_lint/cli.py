@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from . import __version__
 from .project import baseline as baselines
 from .app.add_noqa import add_noqa
-from .app.cache import CACHE_DIR_NAME, ResultCache, StoredFacts, default_cache_dir
+from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir, stored_projects
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
@@ -344,16 +344,12 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
 
 def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None) -> Projects:
     """The projects of ``paths``, read here once, before any worker starts; a buffer given on
-    stdin stands for its file. With a cache directory (``stored``) the module facts of earlier
-    runs are read from it, and those of this run written back."""
-    store = StoredFacts(stored) if stored is not None else None
-    projects = Projects(store.load() if store is not None else None)
-    for path in paths:
-        project = projects.of(path)
-        if buffer is not None and project is not None:
-            project.update(path, buffer.text)
-    if store is not None:
-        store.save(projects.cache)
+    stdin stands for its file. ``stored``: the cache directory keeping module facts between runs."""
+    with stored_projects(stored) as projects:
+        for path in paths:
+            project = projects.of(path)
+            if buffer is not None and project is not None:
+                project.update(path, buffer.text)
     return projects
 
 

@@ -33,7 +33,7 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 from .. import __version__
 from ..model.errors import FileError
@@ -41,7 +41,7 @@ from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
 from ..project.facts import ModuleFacts
-from ..project.model import FactsCache
+from ..project.model import FactsCache, Projects
 from ..rules import all_rules
 
 CACHE_DIR_NAME = ".torchdevice_cache"
@@ -401,6 +401,17 @@ class StoredFacts:
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+
+
+@contextlib.contextmanager
+def stored_projects(directory: Optional[Path]) -> Iterator[Projects]:
+    """A project model whose module facts come from ``directory`` (a results cache directory)
+    and go back to it once read; without a directory, a model kept in memory only."""
+    store = StoredFacts(directory) if directory is not None else None
+    projects = Projects(store.load() if store is not None else None)
+    yield projects
+    if store is not None:
+        store.save(projects.cache)
 
 
 def _facts_checksum(key: str, text: str) -> str:
