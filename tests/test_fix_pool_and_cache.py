@@ -145,3 +145,13 @@ def test_saving_a_cache_prunes_the_others(tmp_path):
     assert not old.exists()
     assert len(list(directory.glob("results-*.json"))) == 1
     shutil.rmtree(directory)
+
+
+def test_a_run_with_more_settings_than_cache_files_keeps_every_one(tmp_path):
+    """One run, one cache directory, a settings group per project (each its target torch):
+    saving one group's results never deletes another's."""
+    paths = make_tree(tmp_path / "tree", 1)
+    caches = [ResultCache(tmp_path / "cache", Settings(select=(f"TDV{number}",)), False) for number in range(1, 11)]
+    for cache in caches:
+        parallel.check_paths(api.engine(Settings()), paths, cache=cache, jobs=1)
+    assert all(cache.path.exists() for cache in caches)

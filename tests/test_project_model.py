@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from torchdevice_lint import api
+from torchdevice_lint.app.cache import StoredFacts
 from torchdevice_lint.project.model import Projects, project_root
 
 OPTIONS = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default={})\n"
@@ -64,3 +65,45 @@ def test_the_cached_result_of_a_file_changes_when_another_module_of_its_project_
     (tmp_path / "main.py").write_text(OPTIONS.format("True"))
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert again.returncode == 1 and "TDV101" in again.stdout
+
+
+def stored_projects(tmp_path: Path, cache: Path) -> Projects:
+    """The projects as the command line reads them with a cache directory."""
+    store = StoredFacts(cache)
+    projects = Projects(store.load())
+    projects.of(str(tmp_path / "main.py"))
+    store.save(projects.cache)
+    return projects
+
+
+def test_a_second_run_parses_only_the_modules_that_changed(tmp_path):
+    (tmp_path / "tree").mkdir()
+    model = project(tmp_path / "tree", "True")
+    assert stored_projects(tmp_path / "tree", tmp_path / "cache").cache.parsed == 3
+    model.write_text(MODEL + "\nprint('changed')\n")
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 1
+    assert codes(model, again) == ["TDV101"]
+
+
+def test_stored_facts_read_back_equal_to_parsed_ones(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "main.py").write_text(
+        "parser.add_argument('--ids', default=(0, 1))\nparser.add_argument('--lr', default=-0.0)\n"
+        "parser.add_argument('--name', default=b'x')\nparser.add_argument('--n', default=True)\n"
+    )
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache").facts_for(str(tmp_path / "tree" / "main.py"))
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0
+    assert again.facts_for(str(tmp_path / "tree" / "main.py")) == first and first.options["ids"] == (0, 1)
+
+
+def test_an_edited_stored_entry_is_parsed_again(tmp_path):
+    (tmp_path / "tree").mkdir()
+    project(tmp_path / "tree", "False")
+    store = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    path = StoredFacts(tmp_path / "cache").path
+    path.write_text(path.read_text().replace("'gpu_mode': False", "'gpu_mode': True"))
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 1
+    assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)

@@ -83,4 +83,5 @@ def test_a_new_or_empty_directory_becomes_the_cache(tmp_path, monkeypatch, capsy
         assert cli.lint_main(["check", "--cache-dir", directory, "a.py"]) == 1
         assert cli.lint_main(["check", "--cache-dir", directory, "a.py"]) == 1  # tagged: its own now
         names = sorted(item.name for item in (tmp_path / directory).iterdir())
-        assert names[:2] == [".gitignore", "CACHEDIR.TAG"] and names[2].startswith("results-") and len(names) == 3
+        assert names[:2] == [".gitignore", "CACHEDIR.TAG"] and len(names) == 4
+        assert names[2].startswith("facts-") and names[3].startswith("results-")  # the project model's, the results

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from . import __version__
 from .project import baseline as baselines
 from .app.add_noqa import add_noqa
-from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
+from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir, stored_projects
 from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
@@ -311,7 +311,7 @@ def _check_command(args: argparse.Namespace) -> int:
         results = []
         groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
         try:
-            projects = _projects(files)
+            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None))
             for settings, group, cache in groups:
                 results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
                                            cache=cache, on_done=progress.advance))
@@ -342,14 +342,14 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
-def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None) -> Projects:
+def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None) -> Projects:
     """The projects of ``paths``, read here once, before any worker starts; a buffer given on
-    stdin stands for its file."""
-    projects = Projects()
-    for path in paths:
-        project = projects.of(path)
-        if buffer is not None and project is not None:
-            project.update(path, buffer.text)
+    stdin stands for its file. ``stored``: the cache directory keeping module facts between runs."""
+    with stored_projects(stored) as projects:
+        for path in paths:
+            project = projects.of(path)
+            if buffer is not None and project is not None:
+                project.update(path, buffer.text)
     return projects
 
 
@@ -452,7 +452,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     results = []
     try:
         with StopOnInterrupt() as stop:
-            projects = _projects(files)
+            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None))
             for settings, group, cache in groups:
                 results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
                                          cache=cache, stop=lambda: stop.requested,

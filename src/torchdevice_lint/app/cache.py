@@ -21,6 +21,7 @@ recomputes it: whoever may write the cache directory may as well write the check
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import hashlib
@@ -30,14 +31,17 @@ import re
 import stat
 import tempfile
 import time
+import weakref
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 from .. import __version__
 from ..model.errors import FileError
 from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
+from ..project.facts import ModuleFacts
+from ..project.model import FactsCache, Projects
 from ..rules import all_rules
 
 CACHE_DIR_NAME = ".torchdevice_cache"
@@ -53,7 +57,7 @@ MAX_CACHE_FILES = 8
 #: names of the only files pruning may delete there.
 CACHE_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n"
 _MARKERS = ("CACHEDIR.TAG", ".gitignore")
-_CACHE_FILE = re.compile(r"results-[0-9a-f]{20}\.json")
+_CACHE_FILE = re.compile(r"(results|facts)-[0-9a-f]{20}\.json")
 
 
 def default_cache_dir(settings: Settings, project_root: Optional[Path] = None) -> Path:
@@ -120,10 +124,24 @@ def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:
     except OSError:
         return
     candidates.sort(reverse=True)
-    for position, (modified, path) in enumerate(candidates):
-        if position >= MAX_CACHE_FILES - 1 or now - modified > MAX_AGE_SECONDS:
+    in_use = {cache.path for cache in _LIVE}
+    seen = {"results": 0, "facts": 0}
+    for modified, path in candidates:
+        kind = path.name.split("-", 1)[0]
+        seen[kind] += 1
+        if path in in_use:
+            continue
+        if seen[kind] > _KEPT[kind] or now - modified > MAX_AGE_SECONDS:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+#: The cache objects alive in this process: pruning never deletes their files (a run with more
+#: settings groups than ``MAX_CACHE_FILES`` would otherwise delete its own groups' results).
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()
+#: How many files of each kind pruning keeps besides the one being saved: results of the newest
+#: settings and builds, and the project facts of the newest build.
+_KEPT = {"results": MAX_CACHE_FILES - 1, "facts": 1}
 
 
 def _tool_fingerprint() -> str:
@@ -153,6 +171,7 @@ class ResultCache:
         self.path = self.directory / f"results-{hashlib.sha256(key_material.encode()).hexdigest()[:20]}.json"
         self._entries: Dict[str, list] = self._load()
         self._changed = False
+        _LIVE.add(self)
 
     def _load(self) -> Dict[str, list]:
         try:
@@ -331,3 +350,92 @@ def _result_from_dict(path: str, data: dict) -> FileResult:
         error=None if error is None else FileError(path, error),
         parsed=data["parsed"],
     )
+
+
+class StoredFacts:
+    """The project model's module facts by content hash, kept in the cache directory between
+    runs (one file per tool build), so a second run parses only the modules that changed.
+
+    Each entry is the ``repr`` of the facts' fields with a SHA-256 over hash and text, read back
+    with ``ast.literal_eval`` (the option defaults are the literals ``literal_eval`` gave): an
+    entry whose text does not give back exactly itself, or of the wrong shape, is a miss."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / f"facts-{hashlib.sha256(_tool_fingerprint().encode()).hexdigest()[:20]}.json"
+
+    def load(self) -> FactsCache:
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                entries = json.load(handle)
+        except (OSError, ValueError, RecursionError):
+            entries = {}
+        known = {}
+        for key, entry in entries.items() if isinstance(entries, dict) else ():
+            facts = _facts_from_entry(key, entry)
+            if facts is not None:
+                known[key] = facts
+        return FactsCache(known)
+
+    def save(self, cache: FactsCache) -> None:
+        """Write the facts of this run's modules (atomically, as ``ResultCache.save``), only when
+        some were parsed: facts of modules gone from the projects are dropped then."""
+        if not cache.parsed:
+            with contextlib.suppress(OSError):
+                os.utime(self.path)
+            return
+        entries = {}
+        for key, facts in cache.by_hash.items():
+            text = repr(dataclasses.astuple(facts))
+            entries[key] = [text, _facts_checksum(key, text)]
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _mark_as_cache(self.directory)
+            handle, temporary = tempfile.mkstemp(prefix=".facts-", suffix=".tmp", dir=self.directory)
+        except OSError:
+            return
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump(entries, stream, separators=(",", ":"))
+            os.replace(temporary, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+@contextlib.contextmanager
+def stored_projects(directory: Optional[Path]) -> Iterator[Projects]:
+    """A project model whose module facts come from ``directory`` (a results cache directory)
+    and go back to it once read; without a directory, a model kept in memory only."""
+    store = StoredFacts(directory) if directory is not None else None
+    projects = Projects(store.load() if store is not None else None)
+    yield projects
+    if store is not None:
+        store.save(projects.cache)
+
+
+def _facts_checksum(key: str, text: str) -> str:
+    return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
+    if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
+        return None
+    text, checksum = entry
+    if checksum != _facts_checksum(key, text):
+        return None
+    try:
+        fields = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not (isinstance(fields, tuple) and len(fields) == 5 and repr(fields) == text):
+        return None
+    options, unknown, copies, predicates, saved = fields
+    shaped = (
+        isinstance(options, dict) and all(isinstance(name, str) for name in options)
+        and isinstance(unknown, list) and all(isinstance(name, str) for name in unknown)
+        and isinstance(copies, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in copies.items())
+        and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
+        and isinstance(saved, list) and all(isinstance(name, str) for name in saved)
+    )
+    return ModuleFacts(options, unknown, copies, predicates, saved) if shaped else None

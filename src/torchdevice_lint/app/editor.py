@@ -124,10 +124,9 @@ class Checked:
 def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
     project = engine.projects.of(path) if engine.projects is not None else None
-    if project is not None:
-        project.update(path, text)
+    tree = project.update(path, text) if project is not None else None
     try:
-        checked.analysis = engine.analyze(path, text)
+        checked.analysis = engine.analyze(path, text, tree=tree)
     except (FileProblem, RecursionError) as error:
         checked.error = file_error(path, error).message
         return checked

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
 
 from ..model.fixes import Applicability, FixError, ImportSpec
 from ..syntax.cells import separator_number
 from ..syntax.cst_nodes import import_aliases
+from ..syntax.cst_walk import walk
 from .context import Analysis, RawFinding, binds_unconditionally
 
 MAX_PASSES = 6
@@ -24,7 +25,7 @@ class Analyzer(Protocol):
     """What fixing needs of the engine: a fresh analysis of each pass's output. Passed in, so
     the engine (which asks the fixer to describe fixes) and the fixer do not import each other."""
 
-    def analyze(self, path: str, source: str) -> Optional[Analysis]: ...
+    def analyze(self, path: str, source: str, module: Optional[cst.Module] = None) -> Optional[Analysis]: ...
 
 
 class UnreproducibleSource(FixError):
@@ -33,11 +34,19 @@ class UnreproducibleSource(FixError):
 
 
 class ReplaceNodes(cst.CSTTransformer):
-    """Applies each original node's replacements (by ``id``) to the node as rewritten below it."""
+    """Applies each original node's replacements (by ``id``) to the node as rewritten below it.
+    With ``above`` (the ids of every node above a replaced one) only those nodes' children are
+    visited: a transform rebuilds every node it visits, and the rest of the module is kept as it
+    is (the same code; a whole-module transform per pass made fixing a long file cost 3.5x its
+    check)."""
 
-    def __init__(self, replacements: Dict[int, list]) -> None:
+    def __init__(self, replacements: Dict[int, list], above: Optional[Set[int]] = None) -> None:
         super().__init__()
         self.replacements = replacements
+        self.above = above
+
+    def on_visit(self, node) -> bool:
+        return self.above is None or id(node) in self.above
 
     def on_leave(self, original_node, updated_node):
         for replace in self.replacements.get(id(original_node), ()):
@@ -137,12 +146,53 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
         removable.extend(fix.removable_imports)
         if fix.needs_device_binding:
             binding_users.append(raw)
-    module = analysis.module.visit(ReplaceNodes(replacements)) if replacements else analysis.module
+    module = analysis.module.visit(ReplaceNodes(replacements, _above(analysis.module, findings))) if replacements else analysis.module
     top_level = {id(statement): i for i, statement in enumerate(analysis.module.body)}
     first_user = (
         min(top_level.get(id(raw.top_statement), len(top_level)) for raw in binding_users) if binding_users else None
     )
     return with_file_needs(analysis, module, first_user, imports, removable).code
+
+
+def _above(module: cst.Module, findings: Sequence[RawFinding]) -> Optional[Set[int]]:
+    """The ids of the nodes above each node the findings' fixes replace, found by one walk of
+    the top-level statements the findings are in; None (visit everything) when a replaced node
+    lies outside them."""
+    tops = {id(statement) for statement in module.body}
+    roots = {id(raw.top_statement): raw.top_statement for raw in findings}
+    if not roots.keys() <= tops:
+        return None
+    parents = _ParentsOf()
+    for root in roots.values():
+        walk(root, parents)
+    above = {id(module)}
+    for raw in findings:
+        for node in raw.fix.replacements:
+            if id(node) in roots:
+                continue
+            if id(node) not in parents.parent:
+                return None
+            while id(node) in parents.parent:
+                node = parents.parent[id(node)]
+                above.add(id(node))
+    return above
+
+
+class _ParentsOf:
+    """Each visited node's parent, by id (the root has none)."""
+
+    def __init__(self) -> None:
+        self.parent: Dict[int, cst.CSTNode] = {}
+        self.stack: List[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.stack:
+            self.parent[id(node)] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
 
 
 def binding_place(analysis: Analysis, first_user: Optional[int]) -> Optional[int]:
@@ -254,12 +304,15 @@ def applicable(findings: Iterable[RawFinding], unsafe: bool) -> List[RawFinding]
     ]
 
 
-def verify(code: str, path: str) -> None:
+def verify(code: str, path: str) -> cst.Module:
+    """``code``'s LibCST tree (the next pass analyses it: the engine parses as this does);
+    FixError when LibCST or CPython refuses it."""
     try:
-        cst.parse_module(code)
+        module = cst.parse_module(code)
         compile(code, path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as error:
         raise FixError(f"a fix would produce invalid code ({error.__class__.__name__}); file left unchanged") from None
+    return module
 
 
 @dataclass
@@ -306,13 +359,13 @@ def fix_source(
         updated = apply_fixes(analysis, chosen) + lost_suffix(analysis)
         if updated == current:
             break
-        verify(updated, path)
+        parsed = verify(updated, path)
         if on_pass is not None:
             on_pass(analysis, chosen, updated)
         for raw in chosen:
             outcome.applied[raw.rule.code] = outcome.applied.get(raw.rule.code, 0) + 1
         current = updated
-        analysis = engine.analyze(path, current)
+        analysis = engine.analyze(path, current, module=parsed)
     outcome.source = current if outcome.applied else source
     outcome.final = analysis
     outcome.remaining = list(analysis.findings) if analysis else []

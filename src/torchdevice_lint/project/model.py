@@ -13,12 +13,14 @@ import ast
 import hashlib
 import itertools
 import os
+import re
 import stat
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, Optional
 
 from ..knowledge.project_facts import ProjectFacts
+from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
@@ -26,6 +28,8 @@ ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "e
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
 #: A project with more Python files than this is not read: its files are judged alone.
 MAX_FILES = 20_000
+#: A PEP 263 declaration, anywhere in a buffer's first two lines.
+_CODING = re.compile(r"coding[:=]")
 #: A module larger than this is left out of the model (as the source reader refuses to check it).
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
@@ -61,10 +65,16 @@ class Project:
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self.modules[str(file)] = self.cache.facts_of_file(file)
 
-    def update(self, path: str, text: str) -> None:
-        """An editor's buffer replaces the file's facts on disk."""
-        self.modules[os.path.abspath(path)] = self.cache.facts_of_text(text)
+    def update(self, path: str, text: str) -> Optional[ast.Module]:
+        """An editor's buffer replaces the file's facts on disk. Returns the buffer's ``ast``
+        when it was parsed as the first stage parses it (which may then reuse it), else None.
+        Its facts are not kept in the cache by content: each keystroke is a new text, and the
+        server's memory must stay flat."""
+        tree = _parsed_as_checked(text)
+        facts = module_facts(tree) if tree is not None else _parse_facts(text.encode("utf-8", "surrogatepass"))
+        self.modules[os.path.abspath(path)] = facts
         self._facts = None
+        return tree
 
     @property
     def facts(self) -> ProjectFacts:
@@ -105,22 +115,22 @@ def python_files(root: Path) -> Iterator[Path]:
 
 class FactsCache:
     """Module facts by content hash, so a second run (or another worker) reads each file's bytes
-    but parses only the changed ones."""
+    but parses only the changed ones. ``known`` are facts kept from an earlier run (the results
+    cache directory stores them); ``parsed`` counts the modules this one had to parse."""
 
-    def __init__(self) -> None:
-        self.by_hash: Dict[str, ModuleFacts] = {}
+    def __init__(self, known: Optional[Dict[str, ModuleFacts]] = None) -> None:
+        self.by_hash: Dict[str, ModuleFacts] = dict(known or {})
+        self.parsed = 0
 
     def facts_of_file(self, file: Path) -> ModuleFacts:
         data = _regular_file_bytes(file)
         return self._facts(data) if data is not None else ModuleFacts()
 
-    def facts_of_text(self, text: str) -> ModuleFacts:
-        return self._facts(text.encode("utf-8", "surrogatepass"))
-
     def _facts(self, data: bytes) -> ModuleFacts:
         key = hashlib.sha256(data).hexdigest()
         if key not in self.by_hash:
             self.by_hash[key] = _parse_facts(data)
+            self.parsed += 1
         return self.by_hash[key]
 
 
@@ -143,6 +153,17 @@ def _regular_file_bytes(file: Path) -> Optional[bytes]:
         os.close(descriptor)
 
 
+def _parsed_as_checked(text: str) -> Optional[ast.Module]:
+    """The ``ast`` the first stage would parse from ``text``; None where it fails, or where a
+    coding declaration (searched for broadly) could make the bytes read otherwise."""
+    if _CODING.search("\n".join(text.split("\n", 2)[:2])):
+        return None
+    try:
+        return compile_python(text)
+    except Unparsable:
+        return None
+
+
 def _parse_facts(data: bytes) -> ModuleFacts:
     try:
         with warnings.catch_warnings():
@@ -156,8 +177,8 @@ def _parse_facts(data: bytes) -> ModuleFacts:
 class Projects:
     """The projects of a run, each read once, by root."""
 
-    def __init__(self) -> None:
-        self.cache = FactsCache()
+    def __init__(self, cache: Optional[FactsCache] = None) -> None:
+        self.cache = cache if cache is not None else FactsCache()
         self._by_root: Dict[Path, Project] = {}
         self._roots: Dict[str, Optional[Path]] = {}
 
