@@ -38,6 +38,18 @@ def test_a_file_judged_alone_keeps_the_flag_as_a_guard(tmp_path):
     assert codes(project(tmp_path, "True")) == []
 
 
+def test_what_the_root_gitignore_ignores_is_not_part_of_the_project(tmp_path):
+    """A downloaded checkout under an ignored folder says nothing of the project's own options
+    (read, its other default for `--gpu_mode` would make the option unknown, and so a guard)."""
+    model = project(tmp_path, "True")
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "third_party" / "big").mkdir(parents=True)
+    (tmp_path / "third_party" / "big" / "opts.py").write_text(OPTIONS.format("False"))
+    assert codes(model, Projects()) == []
+    (tmp_path / ".gitignore").write_text("third_party/\n[z-a\n")
+    assert codes(model, Projects()) == ["TDV101"]
+
+
 def test_the_root_of_a_tree_of_scripts_is_above_its_outermost_package(tmp_path):
     model = project(tmp_path, "True")
     assert project_root(str(model)) == tmp_path

@@ -108,9 +108,39 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
 
 
 def python_files(root: Path) -> Iterator[Path]:
+    """The project's modules, leaving out what its top-level ``.gitignore`` ignores (downloaded
+    data, vendored checkouts): git does not hold them, so neither does the project."""
+    ignored = _root_gitignore(root)
     for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [name for name in subfolders if name not in SKIPPED and not name.startswith(".")]
-        yield from (Path(folder) / name for name in files if name.endswith(".py"))
+        here = Path(folder)
+        relative = here.relative_to(root).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        subfolders[:] = [
+            name for name in subfolders
+            if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match_file(f"{prefix}{name}/"))
+        ]
+        yield from (
+            here / name for name in files
+            if name.endswith(".py") and not (ignored and ignored.match_file(prefix + name))
+        )
+
+
+def _root_gitignore(root: Path):
+    """The root's ``.gitignore`` as patterns, or None (none there, or unreadable)."""
+    try:
+        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    import pathspec  # only projects with a .gitignore pay for it
+
+    def readable(line: str) -> bool:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, re.error):
+            return False
+        return True
+
+    return pathspec.GitIgnoreSpec.from_lines([line for line in lines if readable(line)])  # git skips the others too
 
 
 class FactsCache:
