@@ -39,6 +39,7 @@ from torchdevice_lint import api
 from torchdevice_lint.app.sources import SourceError, read_source
 from torchdevice_lint.engine.engine import Engine
 from torchdevice_lint.engine.fixer import FixError, FixOutcome, fix_source
+from torchdevice_lint.knowledge.torch_releases import binding_expression
 from torchdevice_lint.model.settings import Settings
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
@@ -142,7 +143,7 @@ def examine(path: str, engine: Optional[Engine] = None) -> FileReport:
         report.fixed = True
         report.fixed_text = outcome.source
         report.passes = len(passes)
-        binding = f"{engine.settings.device_name} = {engine.settings.binding_expression()}"
+        binding = f"{engine.settings.device_name} = {binding_expression(engine.settings)}"
         for fix_pass in passes:
             report.violations += stray_hunks(fix_pass, binding)
         try:

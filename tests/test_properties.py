@@ -24,6 +24,7 @@ from torchdevice_lint.engine.batched import analyze_module
 from torchdevice_lint.engine.fixer import UnreproducibleSource, fix_source
 from torchdevice_lint.first_stage.facts import parse_facts
 from torchdevice_lint.inference import infer_tree
+from torchdevice_lint.knowledge.torch_releases import binding_expression
 from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.rules import all_rules
 from torchdevice_lint.syntax.ast_parse import Unparsable
@@ -40,7 +41,7 @@ ENGINE = api.engine(Settings())
 OPT_IN_ENGINE = api.engine(Settings(select=("ALL",), extend_select=("TDV9",)))
 #: A comment naming the rules' vocabulary: only TDV900 reads comments, the first stage reads code.
 TRIGGERS = "\n# cuda Tensor load amp set_default_ .numpy() device\n"
-BINDING = f"{ENGINE.settings.device_name} = {ENGINE.settings.binding_expression()}"
+BINDING = f"{ENGINE.settings.device_name} = {binding_expression(ENGINE.settings)}"
 
 
 def random_programs():

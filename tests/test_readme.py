@@ -34,3 +34,16 @@ def test_test_command_comes_after_the_torch_note_with_the_cpu_index():
     torch_note = README.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
     test_command = README.index("pip install -e '.[test]' && python -m pytest -q")
     assert torch_note < test_command
+
+
+def test_the_quick_start_names_what_remains_and_why(capsys, monkeypatch):
+    """`torchdevice-fix --diff --unsafe-fixes examples/` ends with the finding left and the
+    reason it has no fix: the target torch this repository declares, and how to change it."""
+    from torchdevice_lint.cli import fix_main
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert fix_main(["--diff", "--unsafe-fixes", "--no-cache", "examples/"]) == 1
+    summary = capsys.readouterr().err.splitlines()
+    assert summary[1] == "1 finding remains; see `torchdevice-lint rule CODE` for how to fix the rest by hand."
+    assert summary[2].startswith("  examples/train.py:10:10: TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 2.0: ")
+    assert summary[2].endswith("`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)")

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from . import __version__
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
-from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
+from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes, without_target_source
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
 from .app.output import (
@@ -36,16 +36,19 @@ from .app.output import (
 )
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
+from .app.project_root import project_root
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode, read_source
 from .engine.engine import Engine
 from .model.findings import FileResult
 from .model.fixes import Applicability
-from .model.settings import ConfigError, Settings
+from .model.settings import ConfigError, Settings, parse_version
 from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
+#: Remaining findings a ``torchdevice-fix --diff``/``--check`` summary names before it counts.
+MAX_REMAINING_LISTED = 10
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -115,12 +118,31 @@ def _discover(args: argparse.Namespace, resolver: SettingsResolver, run: Setting
 
 
 def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Settings, List[str]]]:
-    """The files by the settings they are checked with (one group unless projects nest)."""
-    groups: Dict[int, Tuple[Settings, List[str]]] = {}
+    """The files by the settings they are checked with: one group unless configurations nest
+    or projects target different torch releases."""
+    by_identity: Dict[int, Settings] = {}
+    groups: Dict[str, Tuple[Settings, List[str]]] = {}
     for path in files:
         settings = resolver(path)
-        groups.setdefault(id(settings), (settings, []))[1].append(path)
+        if id(settings) not in by_identity:
+            by_identity[id(settings)] = without_target_source(settings)
+        shared = by_identity[id(settings)]
+        groups.setdefault(repr(shared), (shared, []))[1].append(path)
     return list(groups.values())
+
+
+def _targets_note(files: Sequence[str], resolver: SettingsResolver) -> str:
+    """For a run over projects that target different torch releases: each target and the pins
+    it comes from. Empty when every file has the same target."""
+    origins: Dict[str, Dict[str, None]] = {}
+    for path in files:
+        origins.setdefault(resolver(path).target_torch_version, {})[resolver.target_origin(path)] = None
+    if len(origins) < 2:
+        return ""
+    lines = ["Target torch per project (fixes write only names it has):"]
+    for version in sorted(origins, key=parse_version):
+        lines.append(f"  {version}: {'; '.join(origins[version])}")
+    return "\n".join(lines)
 
 
 def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
@@ -147,7 +169,9 @@ def _show(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -
     if args.show_settings:
         target = files[0] if files else (args.stdin_filename or next(iter(args.paths), "."))
         config = Path(args.config) if args.config else find_pyproject(target)
-        print(settings_text(target, str(config) if config else None, resolver(target)), end="")
+        root = project_root(target)
+        print(settings_text(target, str(config) if config else None, resolver(target), str(root) if root else None,
+                            resolver.target_origin(target)), end="")
     else:
         print("".join(f"{os.path.abspath(path)}\n" for path in sorted(files, key=os.path.abspath)), end="")
     return EXIT_ERROR if missing else EXIT_CLEAN
@@ -257,6 +281,7 @@ def _check_command(args: argparse.Namespace) -> int:
             check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
         ]
         sources = {source.path: source.text}
+        targets = ""
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
@@ -268,9 +293,10 @@ def _check_command(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         sources = _texts(results)
+        targets = _targets_note(files, resolver)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
-    return _report(results, sources, missing, args)
+    return _report(results, sources, missing, args, targets)
 
 
 def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -294,7 +320,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
     return texts
 
 
-def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace) -> int:
+def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace, targets: str) -> int:
     results = sorted_results(results)
     for message in missing:
         _error(message)
@@ -317,6 +343,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
         sys.stdout.write(text)
     if not (args.quiet or args.statistics or (args.output_format in MACHINE_FORMATS and not args.output_file)):
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
+        if targets:
+            print(targets, file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in results) and not args.exit_zero else EXIT_CLEAN
@@ -391,6 +419,8 @@ def _fix_command(args: argparse.Namespace) -> int:
     if not args.quiet:
         for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
             _error(line)
+        for line in _targets_note(files, resolver).splitlines():
+            _error(line)
     return _fix_exit(results, args, missing)
 
 
@@ -423,6 +453,11 @@ def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> 
         if more and not unsafe:
             line += f" ({more} fixable with --unsafe-fixes)"
         lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
+        if args.diff or args.check:  # without the diff's report on stdout: name them here
+            listed = FORMATS["concise"](remaining, {}).splitlines()
+            lines.extend(f"  {entry}" for entry in listed[:MAX_REMAINING_LISTED])
+            if len(listed) > MAX_REMAINING_LISTED:
+                lines.append(f"  ... and {len(listed) - MAX_REMAINING_LISTED} more")
     return "\n".join(lines)
 
 

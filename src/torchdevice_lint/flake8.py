@@ -2,14 +2,20 @@
 
 flake8 applies its own ``--select``/``--ignore``/``# noqa`` to what the plugin yields. Opt-in
 rules (TDV9xx) are yielded only when flake8's selection names them explicitly (e.g.
-``--extend-select TDV9``), so they stay off by default as in ``check``.
+``--extend-select TDV9``), so they stay off by default as in ``check``. Each file is judged for
+its own target torch, the one ``check`` gives it (``target-torch-version`` of the configuration
+that governs it, else its project's torch requirement).
 """
 
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 from . import __version__, api
+from .app.config import SettingsResolver
+from .app.torch_target import target_for
+from .engine.engine import Engine
+from .model.settings import ConfigError
 
 
 def _explicitly_selected(options) -> Tuple[str, ...]:
@@ -25,7 +31,10 @@ def _explicitly_selected(options) -> Tuple[str, ...]:
 class Plugin:
     name = "torchdevice-lint"
     version = __version__
-    _engine = api.engine()
+    _selection: Tuple[str, ...] = ("TDV",)
+    #: One engine per target torch version.
+    _engines: Dict[str, Engine] = {}
+    _resolver = SettingsResolver()
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
         # flake8's own ``ast`` is the engine's first stage: most files are never parsed again.
@@ -35,12 +44,22 @@ class Plugin:
 
     @classmethod
     def parse_options(cls, options) -> None:
-        opt_in = _explicitly_selected(options)
-        cls._engine = api.engine(api.Settings(select=("TDV",) + opt_in))
+        cls._selection = ("TDV",) + _explicitly_selected(options)
+        cls._engines = {}
+
+    @classmethod
+    def _engine_for(cls, filename: str) -> Engine:
+        try:
+            target = cls._resolver(filename).target_torch_version
+        except ConfigError:  # flake8 reports its own configuration; this one only chooses the target
+            target = target_for(filename).version
+        if target not in cls._engines:
+            cls._engines[target] = api.engine(api.Settings(select=cls._selection, target_torch_version=target))
+        return cls._engines[target]
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
-        result = self._engine.check_source(self.filename, source, tree=self.tree)
+        result = self._engine_for(self.filename).check_source(self.filename, source, tree=self.tree)
         for finding in result.findings:
             yield (
                 finding.location.row,

@@ -8,11 +8,12 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..knowledge.torch_releases import binding_expression, binding_imports
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
-from .torch_target import with_inferred_target
+from .torch_target import TorchTarget, target_for, with_target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,26 +80,41 @@ def find_project_root(start: str) -> Optional[Path]:
 def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settings:
     """Settings from ``config_file``, else the nearest pyproject.toml with a
     ``[tool.torchdevice-lint]`` table above ``start``; defaults rooted at the project (or the
-    current directory) when there is none."""
+    current directory) when there is none. The target torch is that of ``start``'s project
+    unless the configuration sets one."""
+    settings, configured = _configured_settings(start, config_file)
+    return settings if configured else with_target(settings, target_for(start))
+
+
+def _configured_settings(start: str, config_file: Optional[str]) -> Tuple[Settings, bool]:
+    """The configuration's settings for ``start``, and whether it sets ``target-torch-version``."""
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
-        settings = Settings(root=str(find_project_root(start) or os.path.abspath(".")))
-        return with_inferred_target(settings, _directory_of(start), configured=False)
+        return Settings(root=str(find_project_root(start) or os.path.abspath("."))), False
     table = _table(path) or {}
     settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
-    return with_inferred_target(settings, Path(os.path.abspath(path)).parent, configured="target-torch-version" in table)
+    return settings, "target-torch-version" in table
+
+
+def without_target_source(settings: Settings) -> Settings:
+    """What findings and fixes depend on: the target's source is a label, so projects that
+    target the same torch share one engine, one pool and one cache file."""
+    return replace(settings, target_torch_source="")
 
 
 class SettingsResolver:
     """The settings each file is checked with: those of the nearest pyproject.toml with a
     ``[tool.torchdevice-lint]`` table above it (ruff's hierarchical configuration), or of
-    ``--config`` for every file, with the command line's ``overrides`` applied on top."""
+    ``--config`` for every file, with the target torch of the file's own project unless the
+    configuration sets one, and the command line's ``overrides`` applied on top."""
 
     def __init__(self, config_file: Optional[str] = None, overrides: Callable[[Settings], Settings] = lambda s: s) -> None:
         self.config_file = config_file
         self.overrides = overrides
         self._by_directory: Dict[str, Settings] = {}
-        self._by_source: Dict[str, Settings] = {}
+        self._by_source: Dict[str, Tuple[Settings, bool]] = {}
+        self._by_target: Dict[tuple, Settings] = {}
+        self._targets: Dict[str, Optional[TorchTarget]] = {}
         self._configs: Dict[str, Optional[str]] = {}
 
     def __call__(self, path: str) -> Settings:
@@ -108,9 +124,24 @@ class SettingsResolver:
             config = self.config_file and str(Path(self.config_file).resolve()) or self._config_above(directory)
             key = config or f"defaults:{find_project_root(str(directory))}"
             if key not in self._by_source:
-                self._by_source[key] = self.overrides(load_settings(str(directory), config))
-            settings = self._by_directory[str(directory)] = self._by_source[key]
+                self._by_source[key] = _configured_settings(str(directory), config)
+            configured, sets_target = self._by_source[key]
+            target = None if sets_target else target_for(str(directory))
+            if (key, target) not in self._by_target:
+                chosen = configured if target is None else with_target(configured, target)
+                self._by_target[key, target] = self.overrides(chosen)
+            settings = self._by_directory[str(directory)] = self._by_target[key, target]
+            self._targets[str(directory)] = target
         return settings
+
+    def target_origin(self, path: str) -> str:
+        """Where the target torch of ``path`` comes from, with the project root it was read in
+        (``projC/environment.yml: pytorch=1.8.1``), for summaries of runs over several projects."""
+        settings = self(path)
+        target = self._targets[str(_directory_of(path))]
+        if target is None or target.root is None or settings.target_torch_source != target.source:
+            return settings.target_torch_source
+        return f"{_shown_path(target.root)}/{target.source}"
 
     def _config_above(self, directory: Path) -> Optional[str]:
         """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""
@@ -122,6 +153,12 @@ class SettingsResolver:
             else:
                 self._configs[key] = None if directory.parent == directory else self._config_above(directory.parent)
         return self._configs[key]
+
+
+def _shown_path(directory: Path) -> str:
+    """``directory`` relative to the working directory when it is below it, else absolute."""
+    relative = os.path.relpath(directory)
+    return str(directory) if relative.startswith("..") else Path(relative).as_posix()
 
 
 def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
@@ -149,10 +186,10 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         if "target_torch_version" in values:
             settings = replace(settings, target_torch_source=f"{source} [tool.torchdevice-lint] target-torch-version")
         settings.target_version()  # reject a malformed version now, not at the first fix
-        settings.binding_imports()  # and a malformed device-import
+        binding_imports(settings)  # and a malformed device-import
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
-    _check_expression(settings.binding_expression(), source)
+    _check_expression(binding_expression(settings), source)
     if "exclude" in values:
         settings = replace(settings, exclude=tuple(values["exclude"]))
     return settings

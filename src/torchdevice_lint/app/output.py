@@ -11,6 +11,7 @@ import unicodedata
 from collections import Counter
 from typing import Callable, Dict, List, Optional, Sequence
 
+from ..knowledge.torch_releases import binding_expression
 from ..model.findings import FileResult, Finding, position_key
 from ..model.fixes import Applicability
 from ..syntax.lines import physical_lines
@@ -197,15 +198,18 @@ def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
     return "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
 
 
-def settings_text(target: str, config: Optional[str], settings) -> str:
-    """``--show-settings``: where the settings of ``target`` come from and their values."""
+def settings_text(target: str, config: Optional[str], settings, project: Optional[str], origin: str) -> str:
+    """``--show-settings``: where the settings of ``target`` come from (the configuration, the
+    project root, the pin its target torch is read from) and their values."""
     lines = [f"Resolved settings for: {json.dumps(os.path.abspath(target))}",
-             f"Settings path: {json.dumps(os.path.abspath(config)) if config else '(none: defaults)'}", ""]
+             f"Settings path: {json.dumps(os.path.abspath(config)) if config else '(none: defaults)'}",
+             f"Project root: {json.dumps(project) if project else '(none)'}",
+             f"Target torch: {settings.target_torch_version} from {origin}", ""]
     for field in dataclasses.fields(settings):
         value = getattr(settings, field.name)
         value = list(value) if isinstance(value, tuple) else value
         if field.name == "device_expression" and value is None:
-            value = settings.binding_expression()
+            value = binding_expression(settings)
         lines.append(f"{field.name.replace('_', '-')} = {json.dumps(value)}")
     return "\n".join(lines) + "\n"
 

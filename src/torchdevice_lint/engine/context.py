@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
+from ..knowledge.torch_releases import binding_expression
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
@@ -328,7 +329,7 @@ class FileContext:
             params = positional_params(function)
             if len(params) >= 2 and params[1].name.value != avoid:
                 return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
-        expression = self.settings.binding_expression()
+        expression = binding_expression(self.settings)
         if self.name_shadowed_here(name) and (self.torch_alias() == "torch" or "torch." not in expression):
             # a local assigned later hides the module-level binding: write the expression itself
             return DeviceChoice(expression, needs_binding=False)

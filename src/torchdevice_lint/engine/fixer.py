@@ -1,7 +1,8 @@
 """Applying fixes: node replacements in one transform, then the file-level needs (a module-level
 device binding, imports through LibCST's ``AddImportsVisitor``/``RemoveImportsVisitor``),
 repeated until nothing applicable is left. The result is re-parsed and compiled; a fix that
-would not yield valid code is refused, and a file with no applied fix is returned unchanged.
+would not yield valid code, or would name something the target torch lacks, is refused, and a
+file with no applied fix is returned unchanged.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence,
 
 import libcst as cst
 
+from ..knowledge.torch_releases import binding_expression, binding_imports, lacking, torch_names
 from ..model.fixes import Applicability, FixError, ImportSpec
 from ..syntax.cst_nodes import import_aliases
 from .context import Analysis, RawFinding, binds_unconditionally
@@ -134,7 +136,7 @@ def with_file_needs(
             body[index] = body[index].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
         body.insert(index, binding)
         module = module.with_changes(body=body)
-        imports.extend(settings.binding_imports())
+        imports.extend(binding_imports(settings))
     missing = missing_imports(module.body, imports)
     if missing or removable:
         # libcst.codemod costs 0.6 s to import: only fixes that touch imports pay for it.
@@ -183,7 +185,7 @@ def binding_statement(analysis: Analysis, body: Sequence[cst.CSTNode], index: in
     (as isort leaves one); and whether the definition it lands above needs PEP 8's two blank
     lines above it (it has none)."""
     settings = analysis.ctx.settings
-    binding = cst.parse_statement(f"{settings.device_name} = {settings.binding_expression()}\n")
+    binding = cst.parse_statement(f"{settings.device_name} = {binding_expression(settings)}\n")
     if index > 0 and is_import_line(body[index - 1]):
         binding = binding.with_changes(leading_lines=[cst.EmptyLine()])
     spaced = index < len(body) and isinstance(body[index], (cst.FunctionDef, cst.ClassDef)) and not body[index].leading_lines
@@ -224,6 +226,16 @@ def verify(code: str, path: str) -> None:
         raise FixError(f"a fix would produce invalid code ({error.__class__.__name__}); file left unchanged") from None
 
 
+def verify_target(original: str, fixed: str, settings) -> None:
+    """Refuse a result that names something the target torch lacks (each rule asks the release
+    table before it writes; this keeps a slip from reaching a file)."""
+    missing = lacking(settings.target_version(), torch_names(fixed) - torch_names(original))
+    if missing:
+        raise FixError(
+            f"a fix would write `{missing[0]}`, which the target torch {settings.target_torch_version} lacks; file left unchanged"
+        )
+
+
 @dataclass
 class FixOutcome:
     source: str
@@ -259,6 +271,7 @@ def fix_source(
     outcome = FixOutcome(source=source)
     current = source
     analysis = engine.analyze(path, current)
+    settings = analysis.ctx.settings if analysis else None
     for _ in range(MAX_PASSES):
         if analysis is None:
             break
@@ -275,6 +288,8 @@ def fix_source(
             outcome.applied[raw.rule.code] = outcome.applied.get(raw.rule.code, 0) + 1
         current = updated
         analysis = engine.analyze(path, current)
+    if outcome.applied:
+        verify_target(source, current, settings)
     outcome.source = current if outcome.applied else source
     outcome.final = analysis
     outcome.remaining = list(analysis.findings) if analysis else []

@@ -33,13 +33,15 @@ class Invalid:
     """Code the rule reports; ``fixed`` is the exact result of applying its fix (None: no fix
     is applied, e.g. display-only); ``applicability`` overrides the rule's default level for
     this example; ``count`` is the number of findings expected; ``config`` holds the
-    ``[tool.torchdevice-lint]`` keys it is checked with."""
+    ``[tool.torchdevice-lint]`` keys it is checked with; ``offers_fix`` False: the findings
+    offer no fix at all (none is correct for the target torch)."""
 
     code: str
     fixed: Optional[str] = None
     applicability: Optional[Applicability] = None
     count: int = 1
     config: Optional[dict] = field(default=None, hash=False)
+    offers_fix: bool = True
 
 
 class Rule:

@@ -7,11 +7,11 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..knowledge.backends import missing_text
+from ..knowledge.backends import availability_expression, missing_text
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import availability_check, display_only, fresh_args, guard_statement_fix, keyword_arg
+from .common import display_only, fresh_args, guard_statement_fix, keyword_arg, no_fix_for_target, target_has
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
 RAISING_CUDA_CALLS = {
@@ -188,6 +188,14 @@ class UnguardedCudaApi(Rule):
         Invalid(
             "import torch\ntorch.accelerator.synchronize()\n",
             fixed="import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            config={"target-torch-version": "2.6"},
+        ),
+        # the guard is a name too: a target torch without `torch.accelerator` gets a suggestion
+        Invalid(
+            "import torch\ntorch.accelerator.synchronize()\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+            config={"target-torch-version": "2.5"},
         ),
         # a CUDA check says nothing about MPS
         Invalid(
@@ -211,18 +219,25 @@ class UnguardedCudaApi(Rule):
         backend, leaf = found
         suggestion = RAISING_CUDA_CALLS[leaf] if backend == "cuda" else "a guard"
         fix = guard_statement_fix(self, node, self.fix_title, backend) or display_only(self, f"Use {suggestion}")
-        check = availability_check(self.ctx, backend)
+        check = availability_expression(backend, self.ctx.torch_reference())
         self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 
-AMP_REPLACEMENTS = {"autocast": (1, 10), "GradScaler": (2, 3)}
+#: What each deprecated ``torch.cuda.amp`` call becomes, newest spelling first; the first the
+#: target torch has is written (``knowledge/torch_releases.py``).
+AMP_REPLACEMENTS = {
+    "autocast": ("torch.amp.autocast", "torch.autocast"),
+    "GradScaler": ("torch.amp.GradScaler",),
+}
 
 
 class CudaAmpApi(Rule):
     code = "TDV302"
     name = "cuda-amp-api"
-    message = "`torch.cuda.amp.{0}` is deprecated and CUDA-only; use `torch.amp.{0}` with a device type"
-    fix_title = 'Use `torch.amp.{}("cuda", ...)`'
+    message = "`torch.cuda.amp.{0}` is deprecated and CUDA-only; use `{1}` with a device type"
+    #: For a target torch older than any device-generic spelling.
+    message_before_replacement = "`torch.cuda.amp.{0}` is CUDA-only"
+    fix_title = 'Use `torch.{}("cuda", ...)`'
     fix_safety = Applicability.SAFE
     what = "Checks for `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`."
     why = (
@@ -236,8 +251,9 @@ class CudaAmpApi(Rule):
         "`torch.amp.autocast(device.type)` (`torch.device(device).type` when `device` may be a "
         "string), so mixed precision follows the device: that fix is unsafe, because on the CPU "
         "autocast then really computes in bfloat16 where the CUDA call was disabled. "
-        "`torch.amp.GradScaler` needs torch 2.3 (`target-torch-version`); below that the fix is a "
-        "suggestion only."
+        "The target torch (`target-torch-version`) decides the spelling: `torch.amp.autocast` from "
+        "1.12, `torch.autocast` from 1.10; `torch.amp.GradScaler` needs torch 2.3. Below that the "
+        "finding says so and offers no fix."
     )
     triggers = Triggers(names=[f"torch.cuda.amp.{leaf}" for leaf in AMP_REPLACEMENTS])
     valid = (
@@ -254,6 +270,22 @@ class CudaAmpApi(Rule):
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=use_amp)\n",
             fixed='import torch\nscaler = torch.amp.GradScaler("cuda", enabled=use_amp)\n',
+        ),
+        # each target torch gets the spelling it has, or no fix and the reason
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(enabled=use_amp):\n    y = model(x)\n",
+            fixed='import torch\nwith torch.autocast("cuda", enabled=use_amp):\n    y = model(x)\n',
+            config={"target-torch-version": "1.10"},
+        ),
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            config={"target-torch-version": "1.8"},
+            offers_fix=False,
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+            config={"target-torch-version": "2.2"},
+            offers_fix=False,
         ),
         Invalid(
             "from torch.cuda.amp import autocast, GradScaler\n\nscaler = GradScaler()\nwith autocast(dtype=torch.float16):\n    pass\n",
@@ -301,14 +333,17 @@ class CudaAmpApi(Rule):
         leaf = name[len("torch.cuda.amp."):]
         if leaf not in AMP_REPLACEMENTS:
             return
-        message = self.message.format(leaf)
-        if self.ctx.settings.target_version() < AMP_REPLACEMENTS[leaf] or any(a.star for a in node.args):
-            self.report(node, message, display_only(self, self.fix_title.format(leaf)))
+        written = next((spelling for spelling in AMP_REPLACEMENTS[leaf] if target_has(self.ctx, spelling)), None)
+        if written is None:
+            message = self.message_before_replacement.format(leaf)
+            self.report(node, message + no_fix_for_target(self.ctx, AMP_REPLACEMENTS[leaf][-1]))
             return
-        if sum(1 for a in node.args if a.keyword is None) > len(OLD_AMP_POSITIONAL[leaf]):
-            self.report(node, message, display_only(self, self.fix_title.format(leaf)))
+        message = self.message.format(leaf, written)
+        title = self.fix_title.format(written[len("torch."):])
+        if any(a.star for a in node.args) or sum(1 for a in node.args if a.keyword is None) > len(OLD_AMP_POSITIONAL[leaf]):
+            self.report(node, message, display_only(self, title))
             return
-        replacement = cst.parse_expression(f"{self.ctx.torch_reference()}.amp.{leaf}")
+        replacement = cst.parse_expression(self.ctx.torch_reference() + written[len("torch"):])
         type_code = self._device_type()
         device_type = cst.Arg(cst.parse_expression(type_code or '"cuda"'))
 
@@ -322,7 +357,7 @@ class CudaAmpApi(Rule):
         fix = self.make_fix(
             {node: replace},
             Applicability.UNSAFE if type_code else None,
-            message=f"Use `torch.amp.{leaf}({type_code}, ...)`" if type_code else self.fix_title.format(leaf),
+            message=f"Use `{written}({type_code}, ...)`" if type_code else title,
             imports=self.ctx.torch_imports(),
             removable_imports=removable,
         )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from functools import lru_cache
+from typing import TYPE_CHECKING, FrozenSet, Optional
 
 from ..engine.rule import Rule
 from ..knowledge.backends import availability_expression
+from ..knowledge.torch_releases import first_release, has, lacking, release_text, torch_names
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
@@ -97,7 +99,38 @@ def fresh_args(args) -> list:
 
 
 def availability_check(ctx: FileContext, backend: str = "cuda") -> Optional[str]:
+    """How the file checks for ``backend``; None where torch has no check, or the target torch
+    lacks it (``torch.backends.mps`` before 1.12, ``torch.xpu`` before 2.4)."""
+    if lacking_check(ctx, backend):
+        return None
     return availability_expression(backend, ctx.torch_reference())
+
+
+def lacking_check(ctx: FileContext, backend: str) -> Optional[str]:
+    """The name in ``backend``'s availability check that the target torch lacks, if any."""
+    missing = lacking(ctx.settings.target_version(), _check_names(backend))
+    return missing[0] if missing else None
+
+
+@lru_cache(maxsize=None)
+def _check_names(backend: str) -> FrozenSet[str]:
+    check = availability_expression(backend)
+    return frozenset(torch_names(check)) if check else frozenset()
+
+
+def target_has(ctx: FileContext, name: str) -> bool:
+    """Whether the file's target torch has ``name`` (``"torch.amp.GradScaler"``)."""
+    return has(ctx.settings.target_version(), name)
+
+
+def no_fix_for_target(ctx: FileContext, name: str) -> str:
+    """What a finding adds when the rewrite it would make names ``name``, which the file's
+    target torch lacks: the finding then offers no fix."""
+    since = release_text(first_release(name))
+    return (
+        f"; no fix for the target torch {ctx.settings.target_torch_version}: `{name}` needs torch {since} "
+        "(set `target-torch-version`, or require a newer torch)"
+    )
 
 
 def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str = "cuda") -> Optional[Fix]:
@@ -114,7 +147,10 @@ def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str =
         and isinstance(container, (cst.IndentedBlock, cst.Module))
     ):
         return None
-    test = cst.parse_expression(availability_check(ctx, backend))
+    check = availability_check(ctx, backend)
+    if check is None:
+        return None
+    test = cst.parse_expression(check)
 
     def wrap(updated: cst.SimpleStatementLine) -> cst.If:
         return cst.If(

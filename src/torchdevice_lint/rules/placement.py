@@ -82,6 +82,17 @@ class CudaMethodCall(Rule):
                 "x = torch.ones(2).to(device)\n"
             ),
         ),
+        # the binding names only what the target torch has: before 1.12 no torch.backends.mps
+        Invalid(
+            "import torch\nx = torch.ones(2).cuda()\n",
+            fixed=(
+                "import torch\n"
+                "\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+                "x = torch.ones(2).to(device)\n"
+            ),
+            config={"target-torch-version": "1.8"},
+        ),
         Invalid(
             "import torch\n\ndef run(model, batch, device):\n    model.cuda()\n    return model(batch.cuda(non_blocking=True))\n",
             fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",
@@ -263,6 +274,12 @@ class HardcodedCudaDevice(Rule):
             'import torch\ndevice = torch.device("cuda:0")\n',
             fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
         ),
+        # torch.backends.mps arrived in 1.12: an older target torch falls back to the CPU alone
+        Invalid(
+            'import torch\ndevice = torch.device("cuda:0")\n',
+            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
+            config={"target-torch-version": "1.8"},
+        ),
         Invalid(
             'import torch\n\ndef make(n, device):\n    return torch.zeros(n, device="cuda")\n',
             fixed='import torch\n\ndef make(n, device):\n    return torch.zeros(n, device=device)\n',
@@ -361,9 +378,10 @@ class HardcodedCudaDevice(Rule):
         return availability_check(self.ctx)
 
     def fallback_for(self, quote: str) -> str:
-        """Where a device defined by the literal goes when its backend is missing: MPS, then the CPU."""
-        torch = self.ctx.torch_reference()
-        return f"{quote}mps{quote} if {torch}.backends.mps.is_available() else {quote}cpu{quote}"
+        """Where a device defined by the literal goes when its backend is missing: MPS, then the
+        CPU; the CPU alone for a target torch without MPS (before 1.12)."""
+        mps = availability_check(self.ctx, "mps")
+        return f"{quote}mps{quote} if {mps} else {quote}cpu{quote}" if mps else f"{quote}cpu{quote}"
 
     def _argument_usage(self, call: cst.Call, arg: cst.Arg) -> Optional[str]:
         name = self.ctx.qualname(call.func)
