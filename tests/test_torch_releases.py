@@ -23,10 +23,8 @@ from torchdevice_lint.model.settings import Settings, parse_version
 from torchdevice_lint.rules import all_rules
 
 #: What a fix may write changes only at a release of the table, so checking each such release
-#: (from the oldest pin seen in real projects, 1.8) and the newest covers every target.
-TARGETS = tuple(
-    f"{major}.{minor}" for major, minor in sorted({(1, 8), NEWEST_RELEASE} | {r for r in FIRST_RELEASE.values() if r > (1, 8)})
-)
+#: and the newest covers every target the table speaks for.
+TARGETS = tuple(f"{major}.{minor}" for major, minor in sorted(set(FIRST_RELEASE.values()) | {NEWEST_RELEASE}))
 MONOREPO_TRAIN = (
     "import torch\n\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    x = torch.zeros(3).cuda()\n"
 )
@@ -96,6 +94,8 @@ def test_names_that_no_release_has_are_not_in_the_table():
 @pytest.mark.parametrize(
     "target, binding",
     [
+        ((0, 3), None),
+        ((0, 4), 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
         ((1, 8), 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
         ((1, 11), 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
         ((1, 12), 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'),
@@ -106,7 +106,7 @@ def test_names_that_no_release_has_are_not_in_the_table():
 )
 def test_the_device_binding_is_the_newest_form_the_target_has(target, binding):
     assert device_binding(target) == binding
-    assert all(has(target, name) for name in torch_names(binding))
+    assert all(has(target, name) for name in torch_names(binding or ""))
 
 
 def test_every_binding_runs_on_the_installed_torch():
@@ -130,3 +130,12 @@ def test_the_fixer_refuses_a_result_that_names_what_the_target_lacks():
     with pytest.raises(FixError, match="torch.amp.GradScaler.*target torch 2.2 lacks"):
         verify_target(before, after, Settings(target_torch_version="2.2"))
     verify_target(before, after, Settings(target_torch_version="2.3"))
+
+
+def test_a_torch_older_than_torch_device_gets_no_device_fix_and_the_reason():
+    """``torch>=0.3`` (old research code pins it): no device can be written at all."""
+    engine = api.engine(settings_from_table({"target-torch-version": "0.3"}))
+    [finding] = engine.check_source("train.py", "import torch\nx = torch.ones(2).cuda()\n").findings
+    assert finding.fix is None
+    assert finding.message.endswith("no fix for the target torch 0.3: `torch.device` needs torch 0.4 "
+                                    "(set `target-torch-version`, or require a newer torch)")

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..knowledge.torch_releases import binding_expression, binding_imports
+from ..knowledge.torch_releases import binding_imports
 from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
 from .torch_target import TorchTarget, target_for, with_target
@@ -189,7 +189,8 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         binding_imports(settings)  # and a malformed device-import
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
-    _check_expression(binding_expression(settings), source)
+    if settings.device_expression:
+        _check_expression(settings.device_expression, source)
     if "exclude" in values:
         settings = replace(settings, exclude=tuple(values["exclude"]))
     return settings

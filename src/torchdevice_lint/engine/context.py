@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
-from ..knowledge.torch_releases import binding_expression
+from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
@@ -330,12 +330,17 @@ class FileContext:
             if len(params) >= 2 and params[1].name.value != avoid:
                 return DeviceChoice(f"{params[1].name.value}.device", needs_binding=False)
         expression = binding_expression(self.settings)
+        if expression is None:
+            return DeviceChoice(name, needs_binding=True)  # none for this target: ``report`` drops the fix
         if self.name_shadowed_here(name) and (self.torch_alias() == "torch" or "torch." not in expression):
             # a local assigned later hides the module-level binding: write the expression itself
             return DeviceChoice(expression, needs_binding=False)
         return DeviceChoice(name, needs_binding=True)
 
     def report(self, rule: Reporter, node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+        if fix is not None and fix.needs_device_binding and binding_expression(self.settings) is None:
+            # a torch older than ``torch.device``: no device can be written, so there is no fix
+            message, fix = message + no_fix_note(self.settings.target_torch_version, "torch.device"), None
         self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))
 
 

@@ -7,13 +7,15 @@ file with no applied fix is returned unchanged.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, Union
 
 import libcst as cst
 
 from ..knowledge.torch_releases import binding_expression, binding_imports, lacking, torch_names
 from ..model.fixes import Applicability, FixError, ImportSpec
+from ..syntax.ast_parse import compile_python
 from ..syntax.cst_nodes import import_aliases
 from .context import Analysis, RawFinding, binds_unconditionally
 
@@ -226,9 +228,10 @@ def verify(code: str, path: str) -> None:
         raise FixError(f"a fix would produce invalid code ({error.__class__.__name__}); file left unchanged") from None
 
 
-def verify_target(original: str, fixed: str, settings) -> None:
+def verify_target(original: Union[str, ast.AST], fixed: Union[str, ast.AST], settings) -> None:
     """Refuse a result that names something the target torch lacks (each rule asks the release
-    table before it writes; this keeps a slip from reaching a file)."""
+    table before it writes; this keeps a slip from reaching a file). Takes sources or their
+    ``ast`` trees (the analyses hold them already)."""
     missing = lacking(settings.target_version(), torch_names(fixed) - torch_names(original))
     if missing:
         raise FixError(
@@ -270,8 +273,7 @@ def fix_source(
     uses it). Raises Unparsable for an unparsable input and FixError for a bad fix."""
     outcome = FixOutcome(source=source)
     current = source
-    analysis = engine.analyze(path, current)
-    settings = analysis.ctx.settings if analysis else None
+    analysis = original = engine.analyze(path, current)
     for _ in range(MAX_PASSES):
         if analysis is None:
             break
@@ -289,7 +291,8 @@ def fix_source(
         current = updated
         analysis = engine.analyze(path, current)
     if outcome.applied:
-        verify_target(source, current, settings)
+        fixed_tree = analysis.ctx.python_tree() if analysis else compile_python(current)
+        verify_target(original.ctx.python_tree(), fixed_tree, original.ctx.settings)
     outcome.source = current if outcome.applied else source
     outcome.final = analysis
     outcome.remaining = list(analysis.findings) if analysis else []

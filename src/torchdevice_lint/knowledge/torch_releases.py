@@ -3,7 +3,8 @@ gets. One table: fixes ask it before they write a name, the fixer refuses a resu
 something the target torch lacks, and the tests run every rule's fixes at several targets
 against it (and import every name on the installed torch).
 
-Releases are ``(major, minor)``. The table starts at 1.0: a name recorded at 1.0 may be older.
+Releases are ``(major, minor)``. The table starts at 0.4, which brought ``torch.device``,
+``torch.tensor`` and the dtypes; a target older than that gets no fix that needs a device.
 Sources: each release's documentation and notes; the ``torch.accelerator`` rows are checked
 against the 2.6-2.9 documentation, where ``current_device_index``/``set_device_index`` replaced
 2.6's ``current_device_idx``/``set_device_idx`` in 2.7, the ``device_index`` context manager came
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ..model.fixes import ImportSpec
 from ..model.settings import parse_import
@@ -39,11 +40,11 @@ _ACCELERATOR_MEMORY = (
 _DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8")
 
 FIRST_RELEASE: Dict[str, Release] = {
-    "torch.device": (1, 0),
-    "torch.tensor": (1, 0),
-    "torch.empty": (1, 0),
-    "torch.cuda.is_available": (1, 0),
-    **{f"torch.{dtype}": (1, 0) for dtype in _DTYPES},
+    "torch.device": (0, 4),
+    "torch.tensor": (0, 4),
+    "torch.empty": (0, 4),
+    "torch.cuda.is_available": (0, 4),  # older still; the table claims nothing before 0.4
+    **{f"torch.{dtype}": (0, 4) for dtype in _DTYPES},
     "torch.bool": (1, 2),
     "torch.bfloat16": (1, 3),
     # device-generic autocast: ``torch.autocast(device_type, ...)`` in 1.10, the ``torch.amp``
@@ -96,57 +97,73 @@ def newest_available(target: Release, candidates: Iterable[str]) -> Optional[str
     return next((name for name in candidates if has(target, name)), None)
 
 
-def device_binding(target: Release) -> str:
-    """The expression the module-level ``device`` is bound to for torch ``target``."""
-    return next(code for code in DEVICE_BINDINGS if all(has(target, name) for name in torch_names(code)))
+def device_binding(target: Release) -> Optional[str]:
+    """The expression the module-level ``device`` is bound to for torch ``target``; None for a
+    torch without ``torch.device`` (before 0.4)."""
+    return next((code for code in DEVICE_BINDINGS if all(has(target, name) for name in torch_names(code))), None)
 
 
-def binding_expression(settings: "Settings") -> str:
+def binding_expression(settings: "Settings") -> Optional[str]:
     """What the fixer binds ``settings.device_name`` to: ``device-expression``, else the binding
-    of the target torch."""
+    of the target torch (None where it has none: no fix then needs the binding)."""
     return settings.device_expression or device_binding(settings.target_version())
 
 
 def binding_imports(settings: "Settings") -> List[ImportSpec]:
     """Imports the binding needs: ``device-import``, and torch when the expression uses it."""
     specs = parse_import(settings.device_import) if settings.device_import else []
-    if re.search(r"\btorch\.", binding_expression(settings)):
+    if re.search(r"\btorch\.", binding_expression(settings) or ""):
         specs.append(ImportSpec("torch"))
     return specs
+
+
+def no_fix_note(target: str, name: str) -> str:
+    """What a finding adds when its rewrite would write ``name``, which torch ``target`` lacks:
+    the finding then offers no fix."""
+    return (
+        f"; no fix for the target torch {target}: `{name}` needs torch {release_text(FIRST_RELEASE[name])} "
+        "(set `target-torch-version`, or require a newer torch)"
+    )
 
 
 def release_text(release: Release) -> str:
     return ".".join(str(part) for part in release)
 
 
-def torch_names(code: str) -> Set[str]:
-    """The dotted torch names ``code`` uses, by the names its imports bind (``import torch as
-    th``: ``th.amp.autocast`` is ``torch.amp.autocast``; a bare expression reads ``torch`` as
-    torch). Names behind ``hasattr(torch, "npu")`` belong to vendor packages and are left out."""
-    tree = ast.parse(code)
+def torch_names(code: Union[str, ast.AST]) -> Set[str]:
+    """The dotted torch names ``code`` (source or its ``ast``) uses, by the names its imports
+    bind (``import torch as th``: ``th.amp.autocast`` is ``torch.amp.autocast``; a bare
+    expression reads ``torch`` as torch). Names behind ``hasattr(torch, "npu")`` belong to vendor
+    packages and are left out. One walk: a parent comes before its children."""
+    tree = ast.parse(code) if isinstance(code, str) else code
     roots = {"torch": "torch"}
+    chains: List[ast.Attribute] = []
+    inner: Set[int] = set()
+    checked: List[Tuple[str, str]] = []  # hasattr(<root>, "<name>")
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Attribute):
+            if id(node) not in inner:
+                chains.append(node)
+            inner.add(id(node.value))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "torch":
                     roots[alias.asname or "torch"] = alias.name if alias.asname else "torch"
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch" and not node.level:
             for alias in node.names:
                 roots[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    vendored = {
-        f"{roots[call.args[0].id]}.{call.args[1].value}"
-        for call in ast.walk(tree)
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hasattr"
-        and len(call.args) == 2 and isinstance(call.args[0], ast.Name) and call.args[0].id in roots
-        and isinstance(call.args[1], ast.Constant) and isinstance(call.args[1].value, str)
-    }
-    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr"
+            and len(node.args) == 2 and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+        ):
+            checked.append((node.args[0].id, node.args[1].value))
+    vendored = tuple(f"{roots[root]}.{name}" for root, name in checked if root in roots)
     names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and id(node) not in inner:
-            dotted = _dotted(node, roots)
-            if dotted and not any(dotted == v or dotted.startswith(v + ".") for v in vendored):
-                names.add(dotted)
+    for chain in chains:
+        dotted = _dotted(chain, roots)
+        if dotted and not any(dotted == v or dotted.startswith(v + ".") for v in vendored):
+            names.add(dotted)
     return names
 
 

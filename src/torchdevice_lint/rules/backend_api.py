@@ -8,10 +8,11 @@ from typing import Optional
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
 from ..knowledge.backends import availability_expression, missing_text
+from ..knowledge.torch_releases import newest_available
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import display_only, fresh_args, guard_statement_fix, keyword_arg, no_fix_for_target, target_has
+from .common import display_only, fresh_args, guard_statement_fix, keyword_arg, no_fix_for_target
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
 RAISING_CUDA_CALLS = {
@@ -333,7 +334,7 @@ class CudaAmpApi(Rule):
         leaf = name[len("torch.cuda.amp."):]
         if leaf not in AMP_REPLACEMENTS:
             return
-        written = next((spelling for spelling in AMP_REPLACEMENTS[leaf] if target_has(self.ctx, spelling)), None)
+        written = newest_available(self.ctx.settings.target_version(), AMP_REPLACEMENTS[leaf])
         if written is None:
             message = self.message_before_replacement.format(leaf)
             self.report(node, message + no_fix_for_target(self.ctx, AMP_REPLACEMENTS[leaf][-1]))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, FrozenSet, Optional
 
 from ..engine.rule import Rule
 from ..knowledge.backends import availability_expression
-from ..knowledge.torch_releases import first_release, has, lacking, release_text, torch_names
+from ..knowledge.torch_releases import has, lacking, no_fix_note, torch_names
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
@@ -126,11 +126,7 @@ def target_has(ctx: FileContext, name: str) -> bool:
 def no_fix_for_target(ctx: FileContext, name: str) -> str:
     """What a finding adds when the rewrite it would make names ``name``, which the file's
     target torch lacks: the finding then offers no fix."""
-    since = release_text(first_release(name))
-    return (
-        f"; no fix for the target torch {ctx.settings.target_torch_version}: `{name}` needs torch {since} "
-        "(set `target-torch-version`, or require a newer torch)"
-    )
+    return no_fix_note(ctx.settings.target_torch_version, name)
 
 
 def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str = "cuda") -> Optional[Fix]:
