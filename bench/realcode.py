@@ -193,12 +193,18 @@ def precision_table(located: Dict[Key, List[str]], judged: List[dict], sources: 
         if verdict == "true" and key[3] not in located.get(key[:3], [])
     )
     rows = []
+    total = Counter()
     for code in sorted(set(counts) | set(gone) | set(stale)):
         tally = counts[code]
+        total.update(tally)
         sample = tally["true"] + tally["false"]
         precision = f"{tally['true'] / sample:.2f}" if sample else "n/a"
         rows.append([code, tally["findings"], sample, tally["true"], tally["false"], precision,
                      tally["unjudged"], gone[code], stale[code]])
+    sample = total["true"] + total["false"]
+    rows.append(["all", total["findings"], sample, total["true"], total["false"],
+                 f"{total['true'] / sample:.2f}" if sample else "n/a", total["unjudged"],
+                 sum(gone.values()), sum(stale.values())])
     return rows
 
 

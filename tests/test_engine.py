@@ -54,7 +54,6 @@ GUARDED = [
     "torch.cuda.is_available() and torch.cuda.synchronize()\n",
     "not torch.cuda.is_available() or torch.cuda.synchronize()\n",
     "def f():\n    if not torch.cuda.is_available():\n        return\n    torch.cuda.synchronize()\n",
-    "def f():\n    assert torch.cuda.is_available(), 'needs a GPU'\n    torch.cuda.synchronize()\n",
     "import pytest\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\ndef test():\n    torch.cuda.synchronize()\n",
     "import unittest\n\n@unittest.skipUnless(torch.cuda.is_available(), 'gpu')\ndef test():\n    torch.cuda.synchronize()\n",
     "@requires_cuda\ndef test():\n    torch.cuda.synchronize()\n",
@@ -66,6 +65,17 @@ GUARDED = [
 @pytest.mark.parametrize("body", GUARDED)
 def test_guarded_code_is_not_reported(body):
     assert codes("import torch\n" + body) == []
+
+
+@pytest.mark.parametrize("refusal", [
+    "assert torch.cuda.is_available(), 'needs a GPU'",
+    "if not torch.cuda.is_available():\n        raise SystemError('needs a GPU')",
+])
+def test_a_refusal_to_run_without_cuda_is_reported_and_exempts_nothing(refusal):
+    """The program stops at the refusal on a CPU-only machine; once it goes, the lines after it
+    are what stops it, so they are reported as well."""
+    source = f"import torch\n\ndef f():\n    {refusal}\n    torch.cuda.synchronize()\n"
+    assert codes(source) == ["TDV309", "TDV301"]
 
 
 UNGUARDED = [

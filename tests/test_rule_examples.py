@@ -13,7 +13,17 @@ RULES = all_rules()
 
 def engine_for(rule, example):
     settings = settings_from_table({"select": [rule.code], **(example.config or {})})
-    return api.engine(settings, rules=[rule])
+    return api.engine(settings, rules=[rule], projects=api.Projects() if example.files else None)
+
+
+def example_path(example, tmp_path) -> str:
+    """``example.py`` alone, or inside a project holding the example's other files."""
+    if not example.files:
+        return "example.py"
+    for name, code in {**example.files, "example.py": example.code}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(code)
+    return str(tmp_path / "example.py")
 
 
 def cases(kind):
@@ -25,25 +35,26 @@ def cases(kind):
 
 
 @pytest.mark.parametrize("rule, example", cases("valid"))
-def test_valid_example_has_no_finding(rule, example):
-    result = engine_for(rule, example).check_source("example.py", example.code)
+def test_valid_example_has_no_finding(rule, example, tmp_path):
+    result = engine_for(rule, example).check_source(example_path(example, tmp_path), example.code)
     assert result.error is None
     assert [f.code for f in result.findings] == []
 
 
 @pytest.mark.parametrize("rule, example", cases("invalid"))
-def test_invalid_example_is_reported_and_fixed_as_declared(rule, example):
+def test_invalid_example_is_reported_and_fixed_as_declared(rule, example, tmp_path):
     engine = engine_for(rule, example)
-    result = engine.check_source("example.py", example.code)
+    path = example_path(example, tmp_path)
+    result = engine.check_source(path, example.code)
     assert result.error is None
     assert [f.code for f in result.findings] == [rule.code] * example.count
     expected_safety = (example.applicability or rule.fix_safety).value if example.offers_fix else None
     assert [f.fix.applicability if f.fix else None for f in result.findings] == [expected_safety] * example.count
 
-    outcome = fix_source(engine, "example.py", example.code, unsafe=True)
+    outcome = fix_source(engine, path, example.code, unsafe=True)
     assert outcome.source == (example.fixed if example.fixed is not None else example.code)
     if example.fixed is not None:
-        assert engine.check_source("example.py", outcome.source).findings == []
+        assert engine.check_source(path, outcome.source).findings == []
 
 
 def test_every_rule_carries_enough_examples():

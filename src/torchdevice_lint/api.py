@@ -15,17 +15,21 @@ from .engine.engine import Engine
 from .engine.rule import Rule
 from .model.findings import FileResult
 from .model.settings import Settings
+from .project.model import Projects
 from .rules import all_rules, rule_by_code
 
 if TYPE_CHECKING:  # the fixer imports LibCST: a check that rules a file out never does
     from .engine.fixer import FixOutcome
 
-__all__ = ["Engine", "FileResult", "Rule", "Settings", "all_rules", "check_source", "engine", "fix_source", "rule_by_code"]
+__all__ = ["Engine", "FileResult", "Projects", "Rule", "Settings", "all_rules", "check_source", "engine", "fix_source", "rule_by_code"]
 
 
-def engine(settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None) -> Engine:
-    """An engine with every rule (or ``rules``), as far as ``settings`` enables them."""
-    return Engine(settings or Settings(), all_rules() if rules is None else rules)
+def engine(
+    settings: Optional[Settings] = None, rules: Optional[Sequence[Type[Rule]]] = None, projects: Optional[Projects] = None
+) -> Engine:
+    """An engine with every rule (or ``rules``), as far as ``settings`` enables them; with
+    ``projects``, each file is judged with what its project says (``project/``)."""
+    return Engine(settings or Settings(), all_rules() if rules is None else rules, projects)
 
 
 def check_source(source: str, path: str = "<string>", settings: Optional[Settings] = None, with_edits: bool = False) -> FileResult:

@@ -43,12 +43,15 @@ from .engine.engine import Engine
 from .model.findings import FileResult
 from .model.fixes import Applicability
 from .model.settings import ConfigError, Settings, parse_version
+from .project.model import Projects
 from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 #: Remaining findings a ``torchdevice-fix --diff``/``--check`` summary names before it counts.
 MAX_REMAINING_LISTED = 10
+#: Pins a summary names per target torch before it counts them.
+MAX_ORIGINS_LISTED = 4
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +144,9 @@ def _targets_note(files: Sequence[str], resolver: SettingsResolver) -> str:
         return ""
     lines = ["Target torch per project (fixes write only names it has):"]
     for version in sorted(origins, key=parse_version):
-        lines.append(f"  {version}: {'; '.join(origins[version])}")
+        named = list(origins[version])
+        more = f"; and {len(named) - MAX_ORIGINS_LISTED} more" if len(named) > MAX_ORIGINS_LISTED else ""
+        lines.append(f"  {version}: {'; '.join(named[:MAX_ORIGINS_LISTED])}{more}")
     return "\n".join(lines)
 
 
@@ -278,7 +283,7 @@ def _check_command(args: argparse.Namespace) -> int:
         if source is None:
             return EXIT_ERROR
         results = [] if _stdin_excluded(args, resolver, run) else [
-            check_file(Engine(run, all_rules()), source.path, with_edits, source=source)
+            check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
         sources = {source.path: source.text}
         targets = ""
@@ -287,8 +292,9 @@ def _check_command(args: argparse.Namespace) -> int:
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
         try:
+            projects = _projects(files)
             for settings, group in _groups(files, resolver):
-                results.extend(check_paths(Engine(settings, all_rules()), group, with_edits, jobs=args.jobs,
+                results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
                                            cache=_cache(args, settings, with_edits), on_done=progress.advance))
         finally:
             progress.close()
@@ -305,6 +311,17 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
         _error(message)
     _error(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
+
+
+def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None) -> Projects:
+    """The projects of ``paths``, read here once, before any worker starts; a buffer given on
+    stdin stands for its file."""
+    projects = Projects()
+    for path in paths:
+        project = projects.of(path)
+        if buffer is not None and project is not None:
+            project.update(path, buffer.text)
+    return projects
 
 
 def _texts(results: Sequence[FileResult]) -> dict:
@@ -382,7 +399,8 @@ def _fix_command(args: argparse.Namespace) -> int:
         if _stdin_excluded(args, resolver, run):
             sys.stdout.write("" if args.diff else source.text)
             return EXIT_CLEAN
-        result = fix_file(Engine(run, all_rules()), source.path, run.unsafe_fixes, write=False, source=source)
+        engine = Engine(run, all_rules(), _projects([source.path], source))
+        result = fix_file(engine, source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
             _error(str(result.error))
@@ -396,8 +414,9 @@ def _fix_command(args: argparse.Namespace) -> int:
     results = []
     try:
         with StopOnInterrupt() as stop:
+            projects = _projects(files)
             for settings, group in _groups(files, resolver):
-                results.extend(fix_paths(Engine(settings, all_rules()), group, settings.unsafe_fixes, write, jobs=args.jobs,
+                results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
                                          cache=_cache(args, settings, False), stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested

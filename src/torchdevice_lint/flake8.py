@@ -32,8 +32,9 @@ class Plugin:
     name = "torchdevice-lint"
     version = __version__
     _selection: Tuple[str, ...] = ("TDV",)
-    #: One engine per target torch version.
+    #: One engine per target torch version, all sharing the project model.
     _engines: Dict[str, Engine] = {}
+    _projects = api.Projects()
     _resolver = SettingsResolver()
 
     def __init__(self, tree, filename: str = "stdin", lines: Sequence[str] = ()) -> None:
@@ -45,7 +46,7 @@ class Plugin:
     @classmethod
     def parse_options(cls, options) -> None:
         cls._selection = ("TDV",) + _explicitly_selected(options)
-        cls._engines = {}
+        cls._engines, cls._projects = {}, api.Projects()
 
     @classmethod
     def _engine_for(cls, filename: str) -> Engine:
@@ -54,7 +55,8 @@ class Plugin:
         except ConfigError:  # flake8 reports its own configuration; this one only chooses the target
             target = target_for(filename).version
         if target not in cls._engines:
-            cls._engines[target] = api.engine(api.Settings(select=cls._selection, target_torch_version=target))
+            settings = api.Settings(select=cls._selection, target_torch_version=target)
+            cls._engines[target] = api.engine(settings, projects=cls._projects)
         return cls._engines[target]
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:

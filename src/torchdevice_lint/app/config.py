@@ -141,6 +141,8 @@ class SettingsResolver:
         target = self._targets[str(_directory_of(path))]
         if target is None or target.root is None or settings.target_torch_source != target.source:
             return settings.target_torch_source
+        if target.source.startswith("default"):
+            return "default"  # torch without a lower bound: ``--show-settings`` names the line
         return f"{_shown_path(target.root)}/{target.source}"
 
     def _config_above(self, directory: Path) -> Optional[str]:

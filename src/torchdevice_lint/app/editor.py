@@ -26,6 +26,7 @@ from ..model.errors import FileProblem, file_error
 from ..model.findings import Edit, Finding
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
+from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
@@ -121,6 +122,9 @@ class Checked:
 
 def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
+    project = engine.projects.of(path) if engine.projects is not None else None
+    if project is not None:
+        project.update(path, text)
     try:
         checked.analysis = engine.analyze(path, text)
     except (FileProblem, RecursionError) as error:
@@ -354,6 +358,8 @@ class Projects:
         self._engines: Dict[Tuple[str, Optional[str]], Tuple[Engine, Optional[str]]] = {}
         #: Directories whose configuration does not load: the defaults and the error.
         self._broken: Dict[str, Tuple[Settings, str]] = {}
+        #: The project model every engine judges with; open buffers replace their files in it.
+        self.models = ProjectModels()
 
     def engine_for(self, path: str) -> Tuple[Engine, Optional[str]]:
         """The engine for a file, and the configuration error that made it fall back to the
@@ -373,7 +379,7 @@ class Projects:
         shared = without_target_source(settings)
         key = (repr(shared), error)
         if key not in self._engines:
-            self._engines[key] = (Engine(shared, all_rules()), error)
+            self._engines[key] = (Engine(shared, all_rules(), self.models), error)
         return self._engines[key]
 
     def forget(self) -> None:
@@ -381,3 +387,4 @@ class Projects:
         self._engines.clear()
         self._broken.clear()
         forget_targets()
+        self.models = ProjectModels()

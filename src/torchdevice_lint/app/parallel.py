@@ -124,6 +124,7 @@ def _pool_context():
 
 
 def _answer_from_cache(
+    engine: Engine,
     paths: Sequence[str],
     cache: Optional[ResultCache],
     answer: Callable[[str, SourceFile, FileResult], Optional[T]],
@@ -138,7 +139,7 @@ def _answer_from_cache(
     for index, path in enumerate(paths):
         source = _read(path)
         if cache is not None and source is not None:
-            digest = digests[index] = content_hash(source.raw)
+            digest = digests[index] = content_hash(source.raw) + engine.project_key(path)
             cached = cache.get(path, digest)
             answered = answer(path, source, cached) if cached is not None else None
             if answered is not None:
@@ -160,7 +161,7 @@ def check_paths(
     """Check ``paths`` with up to ``jobs`` processes (0: one per core), using and filling
     ``cache``; ``on_done(path)`` follows each file (the progress display)."""
     jobs = jobs or available_cores()
-    results, pending, digests = _answer_from_cache(paths, cache, lambda path, source, cached: cached, on_done)
+    results, pending, digests = _answer_from_cache(engine, paths, cache, lambda path, source, cached: cached, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:
@@ -291,7 +292,7 @@ def fix_paths(
         return FixResult(path, source.text, source.text, remaining=None if cached.error else cached,
                          error=cached.error, source=source)
 
-    results, pending, digests = _answer_from_cache(paths, cache, unchanged, on_done)
+    results, pending, digests = _answer_from_cache(engine, paths, cache, unchanged, on_done)
 
     workers = min(jobs, len(pending) // MIN_FILES_PER_WORKER)
     if workers > 1:

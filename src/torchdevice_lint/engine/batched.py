@@ -15,7 +15,9 @@ from typing import Dict, Optional, Sequence, Type, Union
 import libcst as cst
 
 from ..inference import FileInference
+from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
+from ..knowledge.flags import OptionDefaults, mentions_availability
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name
@@ -55,7 +57,7 @@ class _BatchedPass(cst.CSTVisitor):
         self.distributed_roots: Dict[int, int] = {}
         #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
         self.setups = (
-            guards.distributed_setups(ctx.module) if "init_process_group" in ctx.source else guards.DISTRIBUTED_SETUPS
+            distributed_code.distributed_setups(ctx.module) if "init_process_group" in ctx.source else distributed_code.DISTRIBUTED_SETUPS
         )
         #: Whitespace and punctuation subtrees that no handler looks at are not walked.
         self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
@@ -121,7 +123,7 @@ class _BatchedPass(cst.CSTVisitor):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
         if isinstance(node, cst.FunctionDef) and any(
-            guards.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
+            distributed_code.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
         ):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
 
@@ -144,7 +146,7 @@ class _BatchedPass(cst.CSTVisitor):
         elif sign == guards.NEGATIVE:
             self._guard(node.orelse)
         else:
-            sign = guards.distributed(node.test)
+            sign = distributed_code.distributed(node.test)
             if sign != guards.NEUTRAL:
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
@@ -154,7 +156,9 @@ class _BatchedPass(cst.CSTVisitor):
             self._guard(node.right)
 
     def _block(self, node: cst.CSTNode) -> None:
-        """Statements after ``if not cuda: return`` or ``assert cuda_available`` are guarded."""
+        """Statements after ``if not cuda: return`` or ``assert x.is_cuda`` are guarded; after a
+        refusal to run without CUDA (``assert torch.cuda.is_available()``, ``if not ...: raise``)
+        they are not: TDV309 reports the refusal, and the rest is judged as any other code."""
         body = node.body
         if not isinstance(body, (list, tuple)):
             return
@@ -167,16 +171,19 @@ class _BatchedPass(cst.CSTVisitor):
             exits = distributed = False
             if type(statement) is cst.If and statement.orelse is None:
                 if guards.terminates(statement.body):
-                    exits = self.ctx.classify(statement.test) == guards.NEGATIVE
-                    distributed = not exits and guards.distributed(statement.test) == guards.NEGATIVE
+                    # a refusal (``raise``, ``sys.exit()``) is reported by TDV309 and exempts nothing
+                    exits = self.ctx.classify(statement.test) == guards.NEGATIVE and not guards.refuses(statement.body)
+                    distributed = not exits and distributed_code.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.If:
-                distributed = guards.other_branches_exit(statement)
+                distributed = distributed_code.other_branches_exit(statement)
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
-                    type(small) is cst.Assert and self.ctx.classify(small.test) == guards.POSITIVE
+                    type(small) is cst.Assert
+                    and self.ctx.classify(small.test) == guards.POSITIVE
+                    and not mentions_availability(small.test)  # ``assert x.is_cuda``, not a refusal
                     for small in statement.body
                 )
-                distributed = not exits and guards.sets_up_distributed(statement, self.setups, self.ctx.qualname)
+                distributed = not exits and distributed_code.sets_up_distributed(statement, self.setups, self.ctx.qualname)
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)
@@ -205,16 +212,18 @@ def analyze_module(
     module: Optional[cst.Module] = None,
     inference: Optional[FileInference] = None,
     tree: Optional[ast.Module] = None,
+    project: OptionDefaults = OptionDefaults(),
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
     stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again
-    when needed if not given). Raises ``Unparsable``."""
+    when needed if not given); ``project`` what the file's project says of its options. Raises
+    ``Unparsable``."""
     if module is None:
         try:
             module = cst.parse_module(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
-    ctx = FileContext(path, source, module, settings)
+    ctx = FileContext(path, source, module, settings, project)
     ctx.inference, ctx.tree = inference, tree
     rules = [rule_class(ctx) for rule_class in rule_classes]
     batched_pass = _BatchedPass(ctx, rules)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequ
 import libcst as cst
 
 from ..knowledge import cst_guards as guards
-from ..knowledge.flags import FlagDefaults
+from ..knowledge.flags import FlagDefaults, OptionDefaults
 from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
@@ -148,7 +148,9 @@ def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
 
 
 class FileContext:
-    def __init__(self, path: str, source: str, module: cst.Module, settings: "Settings") -> None:
+    def __init__(
+        self, path: str, source: str, module: cst.Module, settings: "Settings", project: OptionDefaults = OptionDefaults()
+    ) -> None:
         self.path = path
         self.source = source
         self.module = module
@@ -167,7 +169,7 @@ class FileContext:
         self._first_binding: Dict[Tuple[int, str], int] = {}
         #: id(block) -> {id(statement): its index in the block}.
         self._statement_index: Dict[int, Dict[int, int]] = {}
-        self.flags = FlagDefaults(module)
+        self.flags = FlagDefaults(module, project)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.

@@ -11,6 +11,7 @@ import gc
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from ..first_stage.facts import Facts, parse_facts
+from ..knowledge.flags import OptionDefaults
 from ..model.errors import FileProblem, file_error
 from ..model.findings import FileResult, Finding, FixInfo, Location, position_key
 from ..model.settings import Settings
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
     import libcst as cst
 
+    from ..project.model import Projects
     from .context import Analysis, RawFinding
 
 
@@ -29,9 +31,15 @@ class Engine:
     """Checks files with the rules it is handed (``rules.all_rules()`` in the front
     ends), as far as ``settings`` enables them."""
 
-    def __init__(self, settings: Settings, rules: Sequence[Type[Rule]]) -> None:
+    def __init__(self, settings: Settings, rules: Sequence[Type[Rule]], projects: Optional["Projects"] = None) -> None:
         self.settings = settings
         self.rules = [r for r in rules if self.settings.is_enabled(r.code, r.default_enabled)]
+        #: The project model each file is judged with; None judges every file alone.
+        self.projects = projects
+
+    def project_key(self, path: str) -> str:
+        """What a cached result of ``path`` depends on beyond its own bytes: its project's facts."""
+        return self.projects.option_defaults(path).fingerprint if self.projects is not None else ""
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
         """Rules enabled for this path whose triggers the file contains (the first stage); none
@@ -64,7 +72,8 @@ class Engine:
         rule_classes, facts = self.first_stage(path, source, tree)
         if not rule_classes:
             return None
-        return _libcst_half()(path, source, rule_classes, self.settings, module, facts.inference, facts.tree)
+        project = self.projects.option_defaults(path) if self.projects is not None else OptionDefaults()
+        return _libcst_half()(path, source, rule_classes, self.settings, module, facts.inference, facts.tree, project)
 
     def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:
         """The file's findings or error. The cyclic garbage collector waits until the file is

@@ -26,6 +26,9 @@ class Valid:
     code: str
     #: ``[tool.torchdevice-lint]`` keys this example is checked with, e.g. a target version.
     config: Optional[dict] = field(default=None, hash=False)
+    #: Other modules of the example's project (path -> code), for what the project model reads:
+    #: an option defined in ``main.py``, a predicate in another class.
+    files: Optional[dict] = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -33,14 +36,16 @@ class Invalid:
     """Code the rule reports; ``fixed`` is the exact result of applying its fix (None: no fix
     is applied, e.g. display-only); ``applicability`` overrides the rule's default level for
     this example; ``count`` is the number of findings expected; ``config`` holds the
-    ``[tool.torchdevice-lint]`` keys it is checked with; ``offers_fix`` False: the findings
-    offer no fix at all (none is correct for the target torch)."""
+    ``[tool.torchdevice-lint]`` keys it is checked with; ``files`` the other modules of its
+    project (path -> code); ``offers_fix`` False: the findings offer no fix at all (none is
+    correct for the target torch)."""
 
     code: str
     fixed: Optional[str] = None
     applicability: Optional[Applicability] = None
     count: int = 1
     config: Optional[dict] = field(default=None, hash=False)
+    files: Optional[dict] = field(default=None, hash=False)
     offers_fix: bool = True
 
 

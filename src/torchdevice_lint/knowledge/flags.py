@@ -9,7 +9,11 @@ An opt-out flag parsed in another file (``opt.no_cuda``) is taken as off, argpar
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, string_value
@@ -24,6 +28,84 @@ def mentions_availability(node: cst.CSTNode) -> bool:
         isinstance(call.func, cst.Attribute) and call.func.attr.value in AVAILABILITY_WORDS
         for call in nodes_of(node, cst.Call)
     )
+
+
+@dataclass(frozen=True)
+class OptionDefaults:
+    """What a whole project says of its command-line options (``project/``): each option's
+    default, the names that copy one (``self.use_gpu = opt.cuda``), and the one-line predicates
+    that test one (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``: ``[option, len taken,
+    operator, integer]``). Empty where there is no project (a buffer on stdin)."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    copies: Mapping[str, str] = field(default_factory=dict)
+    predicates: Mapping[str, list] = field(default_factory=dict)
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A short digest of everything here, for cache keys; empty for an empty model."""
+        if not (self.options or self.copies or self.predicates):
+            return ""
+        text = json.dumps([self.options, self.copies, self.predicates], sort_keys=True, default=repr)
+        return ":" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def value(self, name: str) -> Tuple[bool, Any]:
+        """(known, default) of the option ``name``, or of the option it copies."""
+        for candidate in (name, self.copies.get(name)):
+            if candidate is not None and candidate in self.options:
+                return True, self.options[candidate]
+        return False, None
+
+    def holds(self, test: list) -> Optional[bool]:
+        """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""
+        option, measured, operator, operand = test
+        known, value = self.value(option)
+        if not known:
+            return None
+        if measured:
+            if not isinstance(value, (str, list, tuple)):
+                return None
+            value = len(value)
+        if operator is None:
+            return bool(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None
+        return compare(operator, value, operand)
+
+
+_COMPARE = {
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+}
+def compare(operator: str, left: int, right: int) -> bool:
+    """``left <operator> right`` for the operators ``option_test`` reads."""
+    return _COMPARE[operator](left, right)
+
+
+_CST_OPERATORS = {
+    "GreaterThan": ">", "GreaterThanEqual": ">=", "LessThan": "<", "LessThanEqual": "<=", "Equal": "==", "NotEqual": "!=",
+}
+
+
+def option_test(node: cst.BaseExpression) -> Optional[list]:
+    """``[option, len taken, operator, integer]`` for ``len(opt.gpu_ids) > 0``, ``args.gpu >= 0``,
+    ``args.cuda > 0`` or a bare ``opt.cuda`` (as ``project.facts.option_test`` reads ``ast``)."""
+    operator = operand = None
+    if isinstance(node, cst.Comparison):
+        if len(node.comparisons) != 1:
+            return None
+        target = node.comparisons[0]
+        operator = _CST_OPERATORS.get(type(target.operator).__name__)
+        comparator, sign = target.comparator, 1
+        if isinstance(comparator, cst.UnaryOperation) and isinstance(comparator.operator, cst.Minus):
+            comparator, sign = comparator.expression, -1
+        if operator is None or not isinstance(comparator, cst.Integer):
+            return None
+        operand, node = sign * int(comparator.value, 0), node.left
+    measured = isinstance(node, cst.Call) and last_name(node.func) == "len" and len(node.args) == 1
+    if measured:
+        node = node.args[0].value
+    return [node.attr.value, measured, operator, operand] if isinstance(node, cst.Attribute) else None
 
 
 def _opts_out(name: str) -> bool:
@@ -45,23 +127,33 @@ class FlagDefaults:
     """Default values of the file's user flags, read lazily: parameters with a boolean
     default, ``add_argument`` options, attributes assigned ``not other_flag``."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, project: OptionDefaults = OptionDefaults()) -> None:
         self.module = module
+        self.project = project
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
 
     def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
-        """The flag's default, or None when unknown or derived from an availability check."""
+        """The flag's default (a condition on it: its value then), or None when unknown or
+        derived from an availability check. Options parsed in other modules, the attributes that
+        copy them and one-line predicates that test them come from the project."""
         if isinstance(flag, cst.Name):
             return self._parameter_default(flag.value, function)
         if isinstance(flag, cst.Attribute):
             defaults = self._attribute_defaults()
             name = flag.attr.value
-            if name not in defaults and _opts_out(name):
-                return False  # ``opt.no_cuda`` parsed in another file: a store_true opt-out
-            return defaults.get(name)
-        return None
+            if name in defaults:
+                return defaults[name]
+            known = self.project.holds([name, False, None, None])
+            if known is not None:
+                return known
+            return False if _opts_out(name) else None  # ``opt.no_cuda``: a store_true opt-out
+        if isinstance(flag, cst.Call) and not flag.args and isinstance(flag.func, (cst.Name, cst.Attribute)):
+            test = self.project.predicates.get(last_name(flag.func) or "")
+            return self.project.holds(test) if test is not None else None
+        test = option_test(flag) if isinstance(flag, (cst.Comparison, cst.Call)) else None
+        return self.project.holds(test) if test is not None else None
 
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:

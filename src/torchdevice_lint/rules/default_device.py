@@ -1,9 +1,12 @@
-"""The default device: code that makes every new tensor a CUDA tensor."""
+"""Whole-program device choices: code that makes every new tensor a CUDA tensor, and programs
+that refuse to run without CUDA."""
 
 from __future__ import annotations
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
+from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
+from ..knowledge.flags import mentions_availability
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
@@ -81,4 +84,86 @@ class CudaDefaultDevice(Rule):
         self.report(node, message, fix)
 
 
-RULES = (CudaDefaultDevice,)
+class CudaRequired(Rule):
+    code = "TDV309"
+    name = "cuda-required"
+    message = "`{}` refuses to run without CUDA, so the program stops on a CPU-only machine or a Mac"
+    fix_title = "Remove the refusal and let the program pick its device"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks for a program that refuses to run without CUDA: `assert torch.cuda.is_available()`, "
+        "`if not torch.cuda.is_available(): raise ...` or `sys.exit()`, and `else: raise` after an "
+        "availability check, outside code that only runs where CUDA was asked for."
+    )
+    why = (
+        "The refusal is the first thing a CPU-only machine or a Mac meets, and it hides the rest: "
+        "the other device hazards of the program are reported as well (the refusal exempts nothing), "
+        "so that fixing them all leaves a program that runs everywhere."
+    )
+    fix_safety_note = (
+        "The fix removes the refusal (an `else: raise` is only pointed out). It is unsafe: the "
+        "program then runs on whatever device it finds, which is the point once its other hazards are fixed."
+    )
+    triggers = Triggers(names=("torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"))
+    valid = (
+        Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
+        Valid("import torch\nimport pytest\n\ndef test_kernel():\n    if not torch.cuda.is_available():\n        pytest.skip('needs CUDA')\n"),
+        # the user asked for CUDA: refusing then is the right message
+        Valid("import torch\n\ndef setup(args):\n    if args.cuda:\n        assert torch.cuda.is_available(), 'asked for --cuda'\n"),
+        Valid("import torch\nassert x.is_cuda\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\nmodel = make()\n",
+            fixed="import torch\nmodel = make()\n",
+        ),
+        Invalid(
+            "import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit('no GPU')\n    run()\n",
+            fixed="import sys\nimport torch\n\ndef main():\n    run()\n",
+        ),
+        Invalid(
+            "import torch\n\ndef check():\n    if torch.cuda.device_count() == 0:\n        raise RuntimeError('no GPU')\n",
+            fixed="import torch\n\ndef check():\n    pass\n",
+        ),
+        Invalid(
+            "import torch\n\ndef set_model(model):\n    if torch.cuda.is_available():\n        model = model.cuda()\n"
+            "    else:\n        raise NotImplementedError('This code requires GPU')\n    return model\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if not self.ctx.availability_guarded and self._checks_availability(node.test, POSITIVE):
+            statement = self.ctx.parent(1)
+            self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.ctx.availability_guarded:
+            return
+        shown = f"if {source_of(node.test)}: ..."
+        if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
+            self.report(node, self.message.format(shown), self._removal(node, 0))
+        elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
+            self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
+
+    def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
+        return self.ctx.classify(test) == sign and mentions_availability(test)
+
+    def _removal(self, statement: cst.CSTNode, depth: int):
+        """Remove the statement (``pass`` where it is the only one of its block)."""
+        if statement is None or (depth and not isinstance(statement, cst.SimpleStatementLine)) or (
+            depth and len(statement.body) != 1
+        ):
+            return None
+        block = self.ctx.parent(depth + 1)
+        alone = isinstance(block, cst.IndentedBlock) and len(block.body) == 1
+
+        def remove(updated: cst.CSTNode):
+            if alone:
+                return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
+            return cst.RemovalSentinel.REMOVE
+
+        return self.make_fix({statement: remove})
+
+
+RULES = (CudaDefaultDevice, CudaRequired)

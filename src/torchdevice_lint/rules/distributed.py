@@ -6,6 +6,7 @@ from typing import FrozenSet, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
+from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
 from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
@@ -190,7 +191,7 @@ class HardcodedDistributedBackend(Rule):
         """Inside ``if args.num_gpus > 1:``: the user asked for several GPUs, NCCL is theirs."""
         stack = self.ctx.stack
         return any(
-            isinstance(node, cst.If) and stack[index + 1] is node.body and guards.several_gpus(node.test)
+            isinstance(node, cst.If) and stack[index + 1] is node.body and distributed_code.several_gpus(node.test)
             for index, node in enumerate(stack[:-1])
         )
 

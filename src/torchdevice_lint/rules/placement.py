@@ -22,6 +22,7 @@ from .common import (
 )
 
 _KEPT_CUDA_KEYWORDS = {"non_blocking", "memory_format"}
+_BINDING = 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
 
 
 class CudaMethodCall(Rule):
@@ -70,6 +71,11 @@ class CudaMethodCall(Rule):
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
+        ),
+        # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
+        Valid(
+            "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
+            files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
         ),
     )
     invalid = (
@@ -179,6 +185,26 @@ class CudaMethodCall(Rule):
                 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n'
                 "x = torch.ones(2).to(device)\n"
             ),
+        ),
+        # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
+        Invalid(
+            "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
+            "        self.G = G\n        if self.gpu_mode:\n            self.G.cuda()\n",
+            fixed=(
+                "import torch\n\n" + _BINDING + "\n\n\nclass GAN:\n    def __init__(self, args, G):\n"
+                "        self.gpu_mode = args.gpu_mode\n        self.G = G\n        if self.gpu_mode:\n            self.G.to(device)\n"
+            ),
+            files={"main.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default=True)\n"},
+        ),
+        # `use_gpu()` only tests `--gpu_ids`, which defaults to "0" in options.py
+        Invalid(
+            "import torch\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+            "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.cuda()\n        return x\n",
+            fixed=(
+                "import torch\n\n" + _BINDING + "\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+                "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n"
+            ),
+            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
         ),
     )
 

@@ -11,7 +11,6 @@ import torch
 
 from .simulated import Simulation
 
-
 _SAVED_POINTERS_ATTRIBUTE = "_torchdevice_lint_simulated_storages"
 
 

@@ -44,9 +44,9 @@ from . import simulated_apis as apis
 from . import torch_internals
 from .checkpoints import simulated_load, simulated_save
 from .mps_kernels import missing_kernel_check
+from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_pin_memory
 from .simulated_amp import AutocastMirror
 from .simulated_parallel import parallel_patches
-from .simulated import Backend, SimulatedDeviceMode, Simulation, forget_all_tags, simulated_pin_memory
 
 MPS_FLOAT64_ERROR = (
     "Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64. "

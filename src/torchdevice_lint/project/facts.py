@@ -1,0 +1,141 @@
+"""What one module tells the rest of its project, read from CPython's tree in one walk.
+
+A line is judged with what the whole project says: ``if self.use_gpu:`` is no availability check
+when ``--gpu_ids`` defaults to ``"0"`` in ``options/base_options.py`` and ``use_gpu`` only reads
+it. Each module contributes the command-line options it defines with their defaults, the
+attributes and one-line predicates that copy or test an option, and whether it builds CUDA
+kernels. The facts are plain data (JSON), cached by the module's content hash.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string
+
+#: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
+Default = Any
+
+
+@dataclass
+class ModuleFacts:
+    #: Option dest (``parser.add_argument("--gpu_ids", default="0")`` -> ``gpu_ids``) -> its default.
+    options: Dict[str, Default] = field(default_factory=dict)
+    #: Options whose default is no constant.
+    unknown_options: List[str] = field(default_factory=list)
+    #: A name or attribute that copies an option (``self.use_gpu = opt.cuda``) -> that option's last name.
+    copies: Dict[str, str] = field(default_factory=dict)
+    #: A function or method whose one statement returns a test of an option
+    #: (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``) -> that test: ``[option, len
+    #: taken, comparison operator or None, the integer compared with or None]``.
+    predicates: Dict[str, list] = field(default_factory=dict)
+    #: The module builds CUDA kernels (``cpp_extension.load`` of ``.cu`` sources, ``CUDAExtension``).
+    builds_cuda_kernels: bool = False
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ModuleFacts":
+        return cls(**data)
+
+
+def module_facts(tree: ast.Module) -> ModuleFacts:
+    """The facts of one module's tree."""
+    facts = ModuleFacts()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            _read_call(node, facts)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            _read_copy(node.targets[0], node.value, facts)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _read_predicate(node, facts)
+    return facts
+
+
+def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
+    name = last_name(call.func)
+    if name == "add_argument":
+        _read_option(call, facts)
+    elif name == "CUDAExtension" or (name == "load_inline" and _keyword(call, "cuda_sources") is not None):
+        facts.builds_cuda_kernels = True
+    elif name == "load" and "cpp_extension" in (dotted_name(call.func) or "cpp_extension"):
+        sources = _keyword(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
+        if sources is not None and any(
+            (literal_string(element) or "").endswith((".cu", ".cuh")) for element in ast.walk(sources)
+        ):
+            facts.builds_cuda_kernels = True
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    return next((keyword.value for keyword in call.keywords if keyword.arg == name), None)
+
+
+def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
+    """argparse's dest (``dest=``, else the first long option, else the first short one) and
+    default (``store_true`` options default to False, ``store_false`` ones to True)."""
+    flags = [literal_string(argument) for argument in call.args]
+    longs = [flag for flag in flags if flag and flag.startswith("--")]
+    shorts = [flag for flag in flags if flag and flag.startswith("-")]
+    dest_node = _keyword(call, "dest")
+    dest = literal_string(dest_node) if dest_node is not None else (
+        (longs or shorts)[0].lstrip("-").replace("-", "_") if longs or shorts else None
+    )
+    if dest is None or dest in facts.options or dest in facts.unknown_options:
+        return
+    action_node = _keyword(call, "action")
+    action = literal_string(action_node) if action_node is not None else None
+    default = _keyword(call, "default")
+    if default is None:
+        facts.options[dest] = (action == "store_false") if action in ("store_true", "store_false") else None
+        return
+    try:
+        facts.options[dest] = ast.literal_eval(default)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        facts.unknown_options.append(dest)
+
+
+def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:
+    """``self.use_gpu = opt.use_gpu`` and ``cuda = args.cuda``: the target copies the option."""
+    copied = value.attr if isinstance(value, ast.Attribute) else None
+    name = last_name(target)
+    if copied and name and copied != name:
+        facts.copies.setdefault(name, copied)
+
+
+def _read_predicate(function: ast.AST, facts: ModuleFacts) -> None:
+    body = [statement for statement in function.body if not _is_docstring(statement)]
+    if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+        test = option_test(body[0].value)
+        if test is not None:
+            facts.predicates.setdefault(function.name, test)
+
+
+_OPERATORS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def option_test(test: ast.expr) -> Optional[list]:
+    """``[option, len taken, operator, integer]`` for ``len(self.opt.gpu_ids) > 0``,
+    ``opt.gpu >= 0`` or a bare ``self.args.cuda``; None for anything else."""
+    operator = operand = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        operator = _OPERATORS.get(type(test.ops[0]))
+        comparator = test.comparators[0]
+        if isinstance(comparator, ast.UnaryOp) and isinstance(comparator.op, ast.USub):
+            comparator = comparator.operand
+            sign = -1
+        else:
+            sign = 1
+        if operator is None or not isinstance(comparator, ast.Constant) or type(comparator.value) is not int:
+            return None
+        operand, test = sign * comparator.value, test.left
+    measured = isinstance(test, ast.Call) and last_name(test.func) == "len" and len(test.args) == 1
+    if measured:
+        test = test.args[0]
+    return [test.attr, measured, operator, operand] if isinstance(test, ast.Attribute) else None
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
