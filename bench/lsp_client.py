@@ -85,14 +85,16 @@ class LspClient:
                 return message["params"]
             self.seen.append(message)
 
-    def initialize(self, root, options: Optional[dict] = None, resolve: bool = False) -> dict:
-        """``resolve``: the client resolves code actions' edits lazily, as VS Code and Neovim do."""
+    def initialize(self, root, options: Optional[dict] = None, resolve: bool = False, notebooks: bool = False) -> dict:
+        """``resolve``: the client resolves code actions' edits lazily, as VS Code and Neovim do;
+        ``notebooks``: it syncs notebook documents (LSP 3.17), as VS Code does."""
         code_action = {"codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}}
         if resolve:
             code_action.update(resolveSupport={"properties": ["edit"]}, dataSupport=True)
         capabilities = {
             "workspace": {"didChangeWatchedFiles": {"dynamicRegistration": True}, "applyEdit": True},
             "textDocument": {"codeAction": code_action},
+            **({"notebookDocument": {"synchronization": {}}} if notebooks else {}),
         }
         answer = self.request("initialize", {
             "processId": None,

@@ -115,11 +115,12 @@ def checkouts(pins: Sequence[Pin], root: Path) -> List[Path]:
 
 
 def run_check(folders: Sequence[Path]) -> List[dict]:
-    """``torchdevice-lint check --output-format json`` over the folders, in a child process."""
+    """``torchdevice-lint check --output-format json`` over the folders' ``.py`` files, in a child
+    process (the judged lists are of ``.py`` files; notebooks have bench/notebooks.py)."""
     command = [
         sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())",
         "check", "--no-cache", "--output-format", "json", "--extend-select", ",".join(OPT_IN_MEASURED),
-        *map(str, folders),
+        "--extend-exclude", "*.ipynb", *map(str, folders),
     ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode not in (0, 1, 2) or not done.stdout.strip():

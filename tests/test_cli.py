@@ -152,10 +152,11 @@ def test_fix_leaves_clean_files_untouched(project):
 
 
 def test_stdin_round_trip(project):
-    checked = run("check", "--output-format", "concise", "--stdin-filename", "model.py", "-", stdin="import torch\nx = torch.ones(1).cuda()\n")
+    # run in the temporary project: the target torch comes from the project around the file
+    checked = run("check", "--output-format", "concise", "--stdin-filename", "model.py", "-", stdin="import torch\nx = torch.ones(1).cuda()\n", cwd=project)
     assert checked.returncode == 1
     assert checked.stdout.startswith("model.py:2:5: TDV101")
-    fixed = run("fix", "--unsafe-fixes", "-", stdin="import torch\nx = torch.ones(1).cuda()\n")
+    fixed = run("fix", "--unsafe-fixes", "-", stdin="import torch\nx = torch.ones(1).cuda()\n", cwd=project)
     assert fixed.stdout == (
         'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
         "x = torch.ones(1).to(device)\n"

@@ -101,21 +101,27 @@ def test_cache_outside_any_project_goes_to_the_user_cache_directory(tmp_path, ca
     assert default_cache_dir(Settings(root=str(loose)), project_root=loose) == loose / ".torchdevice_cache"
 
 
+def cache_file_name(index):
+    """A name as the cache gives its files (``results-`` and 20 hex digits)."""
+    return f"results-{index:020x}.json"
+
+
 def test_old_and_surplus_cache_files_are_pruned(tmp_path):
     directory = tmp_path / "cache"
     directory.mkdir()
+    (directory / "CACHEDIR.TAG").write_text(cache_module.CACHE_TAG)
     now = time.time()
     for index in range(12):
-        path = directory / f"results-{index:02}.json"
+        path = directory / cache_file_name(index)
         path.write_text("{}")
         os.utime(path, (now - index * 60, now - index * 60))
-    stale = directory / "results-stale.json"
+    stale = directory / cache_file_name(99)
     stale.write_text("{}")
     os.utime(stale, (now - 40 * 24 * 3600,) * 2)
-    keep = directory / "results-current.json"
+    keep = directory / cache_file_name(100)
     prune(directory, keep=keep, now=now)
     left = sorted(p.name for p in directory.glob("results-*.json"))
-    assert left == [f"results-{index:02}.json" for index in range(cache_module.MAX_CACHE_FILES - 1)]
+    assert left == [cache_file_name(index) for index in range(cache_module.MAX_CACHE_FILES - 1)]
 
 
 def test_entries_of_deleted_files_are_dropped(tmp_path):
@@ -130,11 +136,11 @@ def test_entries_of_deleted_files_are_dropped(tmp_path):
 
 def test_saving_a_cache_prunes_the_others(tmp_path):
     directory = tmp_path / "cache"
-    directory.mkdir()
-    old = directory / "results-other-settings.json"
-    old.write_text("{}")
-    os.utime(old, (time.time() - 31 * 24 * 3600,) * 2)
     paths = make_tree(tmp_path / "tree", 2)
+    other_settings = Settings(select=("TDV5",))
+    parallel.check_paths(api.engine(other_settings), paths, cache=ResultCache(directory, other_settings, False), jobs=1)
+    [old] = directory.glob("results-*.json")
+    os.utime(old, (time.time() - 31 * 24 * 3600,) * 2)
     parallel.check_paths(api.engine(Settings()), paths, cache=ResultCache(directory, Settings(), False), jobs=1)
     assert not old.exists()
     assert len(list(directory.glob("results-*.json"))) == 1

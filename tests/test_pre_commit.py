@@ -2,6 +2,7 @@
 virtualenv from a git repository holding this package, installing libcst from the package
 index: about 30 s, hence the ``slow`` marker (deselect with ``-m "not slow"``)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,6 +70,9 @@ def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre
     hazard = project_with(
         tmp_path, "train.py", 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt")\n'
     )
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+             for source in (["!pip install torch"], ["import torch\n", "model = torch.nn.Linear(2, 2).cuda()\n", 'state = torch.load("m.pt")'])]
+    notebook = project_with(tmp_path, "train.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
     result = pre_commit("try-repo", str(hook_repo), "--all-files", cwd=tmp_path, home=pre_commit_home)
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
@@ -76,6 +80,8 @@ def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre
     fix_report, lint_report = output.split("torchdevice-lint....", 1)
     assert "files were modified by this hook" in fix_report
     assert "Failed" in lint_report and "train.py:2:9: TDV101" in lint_report and "TDV501" not in lint_report
+    assert "train.ipynb:cell 2:2:9: TDV101" in lint_report  # the hooks take notebooks (types_or: jupyter)
+    assert json.loads(notebook.read_text())["cells"][1]["source"][-1] == 'state = torch.load("m.pt", map_location="cpu")'
     # The safe fix is applied; the unsafe one (.cuda() -> a device chosen at run time) is left.
     assert hazard.read_text() == (
         'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt", map_location="cpu")\n'

@@ -285,17 +285,18 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
-        sources = {source.path: source.text}
+        sources = source.texts_by_frame()
         targets = ""
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
         try:
             projects = _projects(files)
-            for settings, group in _groups(files, resolver):
+            for settings, group, cache in groups:
                 results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
-                                           cache=_cache(args, settings, with_edits), on_done=progress.advance))
+                                           cache=cache, on_done=progress.advance))
         finally:
             progress.close()
         sources = _texts(results)
@@ -331,7 +332,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
     for result in results:
         if result.findings:
             try:
-                texts[result.filename] = read_source(result.filename).text
+                texts.update(read_source(result.filename).texts_by_frame())
             except SourceError:
                 pass
     return texts
@@ -408,6 +409,8 @@ def _fix_command(args: argparse.Namespace) -> int:
         sys.stdout.write(result.diff() if args.diff else result.fixed)
         return _fix_exit([result], args, missing=())
     files, missing = _discover(args, resolver, run)
+    # Every group's cache directory is accepted or refused before the first file is written.
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
     for message in missing:
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
@@ -415,9 +418,9 @@ def _fix_command(args: argparse.Namespace) -> int:
     try:
         with StopOnInterrupt() as stop:
             projects = _projects(files)
-            for settings, group in _groups(files, resolver):
+            for settings, group, cache in groups:
                 results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
-                                         cache=_cache(args, settings, False), stop=lambda: stop.requested,
+                                         cache=cache, stop=lambda: stop.requested,
                                          on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes

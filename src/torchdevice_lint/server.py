@@ -2,6 +2,8 @@
 extra), a thin front end like ``cli.py``: diagnostics as the buffer changes, a quick fix and a
 noqa action per finding, ``source.fixAll.torchdevice``. It reads buffers from the editor and
 ``pyproject.toml`` files from disk and never writes a file: edits go back to the editor.
+Notebooks come as LSP 3.17 notebook documents: their code cells are checked together, and
+each cell gets its own diagnostics and code actions.
 
 What is computed lives in ``app/editor.py`` (LSP JSON, no pygls); this module keeps the open
 buffers' results, debounces changes, reloads settings and turns JSON into lsprotocol types.
@@ -15,6 +17,7 @@ import os
 import sys
 import traceback
 from typing import Any, Dict, List, Optional
+from urllib.parse import unquote
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
@@ -25,12 +28,17 @@ from . import __version__
 from .app.editor import (
     FIX_ALL_KIND,
     Checked,
+    CheckedNotebook,
     Lines,
     Projects,
     check_buffer,
+    check_notebook,
     code_actions,
     diagnostics,
     fixed_buffer,
+    notebook_code_actions,
+    notebook_diagnostics,
+    notebook_fix_all,
     resolve_action,
     text_edits,
     uri_to_path,
@@ -47,9 +55,15 @@ _converter = get_converter()
 
 class TorchdeviceServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("torchdevice-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "torchdevice-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")])],
+            ),
+        )
         self.projects = Projects()
         self.checked: Dict[str, Checked] = {}
+        self.notebooks: Dict[str, CheckedNotebook] = {}
         self.pending: Dict[str, asyncio.TimerHandle] = {}
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -90,14 +104,58 @@ class TorchdeviceServer(LanguageServer):
         return Lines(text, getattr(encoding, "value", encoding) or "utf-16")
 
     def is_python(self, uri: str) -> bool:
-        """An open Python buffer (not closed since, nor a pyproject.toml the editor sends too)."""
+        """An open Python buffer (not closed since, nor a pyproject.toml the editor sends too,
+        nor a notebook's cell: those are checked with their notebook)."""
         document = self.workspace.text_documents.get(uri)
-        return document is not None and (document.language_id == "python" or uri.endswith((".py", ".pyi")))
+        return (
+            document is not None and (document.language_id == "python" or uri.endswith((".py", ".pyi")))
+            and self.workspace.get_notebook_document(cell_uri=uri) is None
+        )
+
+    # -- notebooks ----------------------------------------------------------------------------
+    def notebook_for(self, uri: str) -> Optional[CheckedNotebook]:
+        """The checked notebook of a notebook or cell URI, recomputed when a cell or the
+        settings changed; None for a URI of neither."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri) or self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is None:
+            return None
+        cells = []
+        for number, cell in enumerate(notebook.cells, start=1):
+            document = self.workspace.text_documents.get(unquote(cell.document))  # pygls keys them unquoted
+            if cell.kind == types.NotebookCellKind.Code and document is not None and document.language_id in (None, "python"):
+                cells.append((number, cell.document, document.source))
+        path = self.path_of(notebook.uri)
+        engine, _ = self.projects.engine_for(path)
+        current = self.notebooks.get(notebook.uri)
+        texts = [(number, text) for number, _, text in cells]
+        if current is None or current.checked.engine is not engine or [(c.number, c.source) for c in current.cells.cells] != texts \
+                or sorted(current.uris.items()) != sorted((number, cell_uri) for number, cell_uri, _ in cells):
+            current = check_notebook(engine, notebook.uri, path, cells)
+            self.notebooks[notebook.uri] = current
+        return current
+
+    def publish_notebook(self, uri: str) -> None:
+        try:
+            checked = self.notebook_for(uri)
+            found = notebook_diagnostics(checked, self.lines) if checked is not None else {}
+        except Exception as error:  # noqa: BLE001 - one notebook's bug must not stop the server
+            self.log("".join(traceback.format_exception(type(error), error, error.__traceback__)), types.MessageType.Error)
+            return
+        for cell_uri, cell_diagnostics in found.items():
+            document = self.workspace.text_documents.get(unquote(cell_uri))
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=cell_uri, version=document.version if document else None,
+                diagnostics=_converter.structure(cell_diagnostics, List[types.Diagnostic]),
+            ))
 
     def publish(self, uri: str) -> None:
         """Check the buffer and publish its diagnostics; a failure is logged, never raised, so
         the server keeps serving the other buffers."""
         self.pending.pop(uri, None)
+        notebook = self.workspace.get_notebook_document(notebook_uri=uri) or self.workspace.get_notebook_document(cell_uri=uri)
+        if notebook is not None:
+            self.publish_notebook(notebook.uri)
+            return
         if not self.is_python(uri):
             return
         document = self.workspace.text_documents[uri]
@@ -118,8 +176,9 @@ class TorchdeviceServer(LanguageServer):
 
     def reload_settings(self) -> None:
         self.projects.forget()
-        for uri in list(self.workspace.text_documents):
-            self.publish(uri)
+        for uri in [*self.workspace.notebook_documents, *self.workspace.text_documents]:
+            if self.workspace.get_notebook_document(cell_uri=uri) is None:
+                self.publish(uri)
 
 
 server = TorchdeviceServer()
@@ -175,6 +234,30 @@ def did_close(ls: TorchdeviceServer, params: types.DidCloseTextDocumentParams) -
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: TorchdeviceServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    ls.publish(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: TorchdeviceServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    ls.publish_later(params.notebook_document.uri)
+    structure = params.change.cells.structure if params.change.cells else None
+    for closed in (structure.did_close or []) if structure else []:  # a deleted cell keeps no diagnostics
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=closed.uri, diagnostics=[]))
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: TorchdeviceServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    pending = ls.pending.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.notebooks.pop(uri, None)
+    for cell in params.cell_text_documents:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
+
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(ls: TorchdeviceServer, params: types.DidChangeWatchedFilesParams) -> None:
     if any(is_project_file(change.uri) for change in params.changes):
@@ -186,9 +269,13 @@ def did_change_watched_files(ls: TorchdeviceServer, params: types.DidChangeWatch
     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=True),
 )
 def code_action(ls: TorchdeviceServer, params: types.CodeActionParams) -> Optional[List[types.CodeAction]]:
-    checked = ls.checked_for(params.text_document.uri)
     only = [str(getattr(kind, "value", kind)) for kind in params.context.only or []]
     request_range = _converter.unstructure(params.range)
+    notebook = ls.notebook_for(params.text_document.uri)
+    if notebook is not None:
+        actions = notebook_code_actions(notebook, params.text_document.uri, request_range, only or None, ls.lines)
+        return _converter.structure(actions, List[types.CodeAction]) or None
+    checked = ls.checked_for(params.text_document.uri)
     text_document = ls.client_capabilities.text_document
     support = text_document.code_action.resolve_support if text_document and text_document.code_action else None
     resolve = support is not None and "edit" in support.properties
@@ -211,15 +298,20 @@ def apply_fix_all(ls: TorchdeviceServer, *arguments: Any) -> Optional[str]:
     """Ask the editor to apply, as one workspace edit, every applicable fix to the open buffer
     given by its URI (or ``{"uri": ...}``), or to every open Python buffer when no argument is
     given. Returns the errors that left buffers unchanged, if any."""
+    notebooks = list(ls.workspace.notebook_documents)
     if arguments:
         target = arguments[0]
         uri = target.get("uri") if isinstance(target, dict) else target
-        if not isinstance(uri, str) or uri not in ls.workspace.text_documents:
+        if not isinstance(uri, str) or (uri not in ls.workspace.text_documents and uri not in notebooks):
             raise ValueError(f"{FIX_ALL_COMMAND} needs the URI of an open document, got {target!r}")
-        uris = [uri]
+        owner = ls.workspace.get_notebook_document(notebook_uri=uri) or ls.workspace.get_notebook_document(cell_uri=uri)
+        notebooks = [owner.uri] if owner is not None else []
+        uris = [] if notebooks else [uri]
     else:
         uris = [uri for uri in ls.workspace.text_documents if ls.is_python(uri)]
     changes, errors = {}, []
+    for uri in notebooks:
+        changes.update(notebook_fix_all(ls.notebook_for(uri), ls.lines))
     for uri in uris:
         checked = ls.checked_for(uri)
         fixed, error = fixed_buffer(checked)

@@ -3,17 +3,19 @@ project can adopt the tool today and fix the backlog later.
 
 The directive goes on the finding's first line, or its last when the first cannot take a comment
 (it ends inside a string or with a backslash); an existing ``# noqa: ...`` gets the new codes
-added. Files are written like fixes: atomically, and only if unchanged since they were read.
+added. Files are written like fixes: atomically, and only if unchanged since they were read; a
+notebook's cells get their directives and the notebook is written back as a fix is.
 """
 
 from __future__ import annotations
 
 import io
 import tokenize
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from ..engine.noqa import NOQA, split_codes
-from ..model.findings import FileResult
+from ..engine.noqa import NOQA, comments, split_codes
+from ..model.errors import FileProblem
+from ..model.findings import FileResult, Finding
 from .sources import SourceError, read_source, write_source
 
 
@@ -26,15 +28,26 @@ def _commentable_rows(text: str) -> Set[int]:
         return set()
 
 
-def _with_codes(line: str, codes: Sequence[str]) -> str:
+def _with_codes(line: str, codes: Sequence[str], comment: Optional[Tuple[int, str]]) -> str:
+    """The line with ``codes`` added to its comment's ``# noqa: ...`` (never to a string that
+    looks like one), or with a new directive."""
     body = line.rstrip("\r\n")
     ending = line[len(body):]
-    match = NOQA.search(body) if "noqa" in body.lower() else None
+    match = NOQA.search(comment[1]) if comment else None
     if match is not None and match.group("codes"):
         existing = split_codes(match.group("codes"))
         merged = existing + [code for code in codes if code not in existing]
-        return body[: match.start()] + f"# noqa: {', '.join(merged)}" + body[match.end():] + ending
+        start, end = comment[0] + match.start(), comment[0] + match.end()
+        return body[:start] + f"# noqa: {', '.join(merged)}" + body[end:] + ending
     return f"{body.rstrip()}  # noqa: {', '.join(codes)}{ending}"
+
+
+def _joined_rows(source, finding: Finding) -> Tuple[int, int]:
+    """The finding's first and last rows in the text the engine checked (a notebook's joined cells)."""
+    rows = (finding.location.row, finding.end_location.row)
+    if source.notebook is None or finding.cell is None:
+        return rows
+    return tuple(source.notebook.cells.joined_row(finding.cell, row) for row in rows)
 
 
 def add_noqa(results: Sequence[FileResult]) -> Tuple[int, List[str]]:
@@ -46,19 +59,21 @@ def add_noqa(results: Sequence[FileResult]) -> Tuple[int, List[str]]:
         try:
             source = read_source(result.filename)
             rows: Dict[int, List[str]] = {}
-            commentable = _commentable_rows(source.text)
+            commentable = _commentable_rows(source.python)
             for finding in result.findings:
-                row = next((r for r in (finding.location.row, finding.end_location.row) if r in commentable), None)
+                row = next((r for r in _joined_rows(source, finding) if r in commentable), None)
                 if row is None:
-                    errors.append(f"{result.filename}:{finding.location.row}: note: no line of the finding can take a comment")
+                    errors.append(f"{finding.where}: note: no line of the finding can take a comment")
                 elif finding.code not in rows.setdefault(row, []):
                     rows[row].append(finding.code)
-            lines = io.StringIO(source.text, newline="").readlines()  # the rows tokenize counts
+            lines = io.StringIO(source.python, newline="").readlines()  # the rows tokenize counts
+            directives = comments(source.python)
             for row, codes in rows.items():
-                lines[row - 1] = _with_codes(lines[row - 1], codes)
+                lines[row - 1] = _with_codes(lines[row - 1], codes, directives.get(row))
             if rows:
-                write_source(source, "".join(lines))
+                text = "".join(lines)
+                write_source(source, text if source.notebook is None else source.notebook.with_python(text).text)
                 added += len(rows)
-        except SourceError as error:
+        except (SourceError, FileProblem) as error:
             errors.append(str(error))
     return added, errors

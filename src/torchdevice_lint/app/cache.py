@@ -7,6 +7,11 @@ gets its stored result back; anything else is checked again. Changing the settin
 selects another cache file, so stale results are never returned. The directory holds nothing
 else of value: deleting it only makes the next run cold.
 
+The directory is the tool's own: it must be new or empty when first used, and the tool then
+writes its ``CACHEDIR.TAG`` there. A directory that holds anything else and no such tag (a folder
+of the user's, named by ``--cache-dir``) is refused, and pruning deletes only files named as
+this module names them, in a directory with its tag: never a file it did not write.
+
 An entry is used only if it is exactly what this build writes: each carries a SHA-256 over its
 path, digest and result, and the result must match the schema (known rule codes and names,
 positive positions, known fix kinds). A truncated, corrupt or hand-edited entry is a miss, never
@@ -21,6 +26,8 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +37,7 @@ from .. import __version__
 from ..model.errors import FileError
 from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
 from ..model.fixes import Applicability
-from ..model.settings import Settings
+from ..model.settings import ConfigError, Settings
 from ..rules import all_rules
 
 CACHE_DIR_NAME = ".torchdevice_cache"
@@ -42,6 +49,11 @@ _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 #: ``MAX_CACHE_FILES`` are kept: each edit of an editable install or of the settings starts one.
 MAX_AGE_SECONDS = 30 * 24 * 3600
 MAX_CACHE_FILES = 8
+#: The tag (https://bford.info/cachedir/) that marks a directory as this tool's cache, and the
+#: names of the only files pruning may delete there.
+CACHE_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n"
+_MARKERS = ("CACHEDIR.TAG", ".gitignore")
+_CACHE_FILE = re.compile(r"results-[0-9a-f]{20}\.json")
 
 
 def default_cache_dir(settings: Settings, project_root: Optional[Path] = None) -> Path:
@@ -63,11 +75,48 @@ def user_cache_root() -> Path:
     return Path(base) / "torchdevice-lint"
 
 
-def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:
-    """Delete cache files of other settings or builds that are old, or beyond the newest few."""
-    now = time.time() if now is None else now
+def is_own_directory(directory: Path) -> bool:
+    """Whether ``directory`` holds the tag this tool writes, as a regular file (a link or a
+    FIFO planted under that name proves nothing, and is never opened through)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
-        candidates = [(path.stat().st_mtime, path) for path in directory.glob("results-*.json") if path != keep]
+        descriptor = os.open(Path(directory) / "CACHEDIR.TAG", flags)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "rb") as handle:
+        return stat.S_ISREG(os.fstat(descriptor).st_mode) and handle.read(len(CACHE_TAG) + 1) == CACHE_TAG.encode()
+
+
+def check_cache_directory(directory: Path) -> None:
+    """Raise ConfigError unless ``directory`` may be the cache: absent, empty (but for marker
+    names), or tagged by this tool."""
+    directory = Path(directory)
+    if not os.path.lexists(directory) or is_own_directory(directory):
+        return
+    try:
+        foreign = [name for name in os.listdir(directory) if name not in _MARKERS]
+    except NotADirectoryError:
+        raise ConfigError(f"cache directory {str(directory)!r} is not a directory") from None
+    except OSError as error:
+        raise ConfigError(f"cache directory {str(directory)!r} cannot be read: {error.strerror}") from None
+    if foreign:
+        raise ConfigError(
+            f"cache directory {str(directory)!r} is not torchdevice-lint's (it holds other files and no CACHEDIR.TAG "
+            "of torchdevice-lint), so it is not used: name a new or empty directory, or pass --no-cache"
+        )
+
+
+def prune(directory: Path, keep: Path, now: Optional[float] = None) -> None:
+    """Delete cache files of other settings or builds that are old, or beyond the newest few:
+    only in a directory tagged as this tool's, and only files named as it names them."""
+    now = time.time() if now is None else now
+    if not is_own_directory(directory):
+        return
+    try:
+        candidates = [
+            (path.stat().st_mtime, path)
+            for path in directory.iterdir() if _CACHE_FILE.fullmatch(path.name) and path != keep
+        ]
     except OSError:
         return
     candidates.sort(reverse=True)
@@ -94,6 +143,7 @@ class ResultCache:
     """Load with the settings of this run, ``get``/``put`` per file, ``save`` once at the end."""
 
     def __init__(self, directory: Path, settings: Settings, with_edits: bool) -> None:
+        check_cache_directory(directory)
         self.directory = Path(directory)
         key_material = json.dumps(
             {"tool": _tool_fingerprint(), "settings": dataclasses.asdict(settings), "with_edits": with_edits},
@@ -161,12 +211,13 @@ class ResultCache:
 
 
 def _mark_as_cache(directory: Path) -> None:
-    """Tell git and backup tools (CACHEDIR.TAG) to leave the directory alone. The files are
-    created, never opened through an existing name: a dangling symbolic link planted there would
-    otherwise make the tool write wherever it points."""
+    """Claim the directory as the tool's and tell git and backup tools (CACHEDIR.TAG) to leave
+    it alone; the tag first, so a run stopped in between leaves a directory that is its own or
+    empty. The files are created, never opened through an existing name: a dangling symbolic
+    link planted there would otherwise make the tool write wherever it points."""
     for name, text in (
+        ("CACHEDIR.TAG", CACHE_TAG),
         (".gitignore", "# Created by torchdevice-lint; safe to delete.\n*\n"),
-        ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# torchdevice-lint result cache\n"),
     ):
         try:
             descriptor = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
@@ -194,13 +245,18 @@ def _is_location(value) -> bool:
     )
 
 
+def _has_keys(item: dict, keys: set) -> bool:
+    """Exactly ``keys``, or those and a notebook's ``cell`` (a positive int)."""
+    return set(item) == keys or (set(item) == keys | {"cell"} and type(item["cell"]) is int and item["cell"] >= 1)
+
+
 def _valid_fix(fix) -> bool:
     return (
         isinstance(fix, dict) and set(fix) == {"applicability", "message", "edits"}
         and fix["applicability"] in _APPLICABILITY and isinstance(fix["message"], str)
         and isinstance(fix["edits"], list)
         and all(
-            isinstance(edit, dict) and set(edit) == {"content", "location", "end_location"}
+            isinstance(edit, dict) and _has_keys(edit, {"content", "location", "end_location"})
             and isinstance(edit["content"], str) and _is_location(edit["location"]) and _is_location(edit["end_location"])
             for edit in fix["edits"]
         )
@@ -210,7 +266,7 @@ def _valid_fix(fix) -> bool:
 def _valid_finding(item, names: Dict[str, str]) -> bool:
     return (
         isinstance(item, dict)
-        and set(item) == {"code", "name", "message", "filename", "location", "end_location", "fix"}
+        and _has_keys(item, {"code", "name", "message", "filename", "location", "end_location", "fix"})
         and isinstance(item["code"], str) and names.get(item["code"]) == item["name"]
         and isinstance(item["message"], str) and isinstance(item["filename"], str)
         and _is_location(item["location"]) and _is_location(item["end_location"])
@@ -257,10 +313,11 @@ def _result_from_dict(path: str, data: dict) -> FileResult:
                     applicability=Applicability(fix["applicability"]),
                     message=fix["message"],
                     edits=[
-                        Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]))
+                        Edit(edit["content"], _location(edit["location"]), _location(edit["end_location"]), edit.get("cell"))
                         for edit in fix["edits"]
                     ],
                 ),
+                cell=item.get("cell"),
             )
         )
     error = data["error"]

@@ -9,32 +9,61 @@ import os
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from pathlib import PurePath
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 from urllib.parse import quote
 
-from ..model.findings import FileResult, Finding
+from ..model.findings import FileResult, Finding, Location
+from .notebooks import NotebookError, parse_notebook
 
 
 def _position(location) -> dict:
     return {"line": location.row, "column": location.column}
 
 
+class _InNotebook:
+    """Where a notebook's findings are in its JSON text, for the formats whose readers annotate
+    the file as it is committed (GitHub, GitLab): the row holding the cell's line, else row 1."""
+
+    def __init__(self, sources: Dict[str, str]) -> None:
+        self.sources = sources
+        self._rows: Dict[str, dict] = {}
+
+    def span(self, finding: Finding) -> Tuple[Location, Location]:
+        if finding.cell is None:
+            return finding.location, finding.end_location
+        if finding.filename not in self._rows:
+            try:
+                self._rows[finding.filename] = parse_notebook(finding.filename, self.sources.get(finding.filename, "")).json_rows()
+            except NotebookError:
+                self._rows[finding.filename] = {}
+        rows = self._rows[finding.filename]
+        start = rows.get((finding.cell, finding.location.row), 1)
+        return Location(start, 1), Location(rows.get((finding.cell, finding.end_location.row), start), 1)
+
+
+def _label(finding: Finding) -> str:
+    """The message, led by the cell position in a notebook (its rows point at the JSON)."""
+    return finding.message if finding.cell is None else f"{finding.position}: {finding.message}"
+
+
 def gitlab(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     """GitLab Code Quality report. The fingerprint hashes the path, code and message (plus
     the occurrence number), not the line, so a finding keeps its identity when code moves."""
     items, seen = [], Counter()
+    notebooks = _InNotebook(sources)
     for result in results:
         path = PurePath(os.path.relpath(result.filename) if os.path.isabs(result.filename) else result.filename).as_posix()
         for f in result.findings:
             key = (path, f.code, f.message)
             seen[key] += 1
             fingerprint = hashlib.sha256(json.dumps([*key, seen[key]]).encode()).hexdigest()
+            begin, end = notebooks.span(f)
             items.append({
                 "check_name": f.code,
-                "description": f"{f.code} {f.message}",
+                "description": f"{f.code} {_label(f)}",
                 "severity": "major",
                 "fingerprint": fingerprint,
-                "location": {"path": path, "positions": {"begin": _position(f.location), "end": _position(f.end_location)}},
+                "location": {"path": path, "positions": {"begin": _position(begin), "end": _position(end)}},
             })
     return json.dumps(items, indent=2) + "\n"
 
@@ -72,6 +101,7 @@ def github(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     """GitHub Actions workflow commands: each finding becomes an annotation on the pull
     request's diff; a file that could not be checked gets one on its first line."""
     lines = []
+    notebooks = _InNotebook(sources)
     for result in results:
         if result.error is not None:
             lines.append(
@@ -79,17 +109,18 @@ def github(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
                 f"title={_escape_property('torchdevice-lint')}::{_escape_data(result.error.message)}"
             )
         for f in result.findings:
+            start, end = notebooks.span(f)
             properties = ",".join(
                 [
                     f"file={_escape_property(f.filename)}",
-                    f"line={f.location.row}",
-                    f"col={f.location.column}",
-                    f"endLine={f.end_location.row}",
-                    f"endColumn={f.end_location.column}",
+                    f"line={start.row}",
+                    f"col={start.column}",
+                    f"endLine={end.row}",
+                    f"endColumn={end.column}",
                     f"title={_escape_property(f'{f.code} ({f.name})')}",
                 ]
             )
-            lines.append(f"::error {properties}::{_escape_data(f'{f.code} {f.message}')}")
+            lines.append(f"::error {properties}::{_escape_data(f'{f.code} {_label(f)}')}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -130,6 +161,7 @@ def _sarif_fix(finding: Finding, artifact: dict) -> Optional[dict]:
                 "endColumn": edit.end_location.column,
             },
             "insertedContent": {"text": edit.content},
+            **({} if edit.cell is None else {"properties": {"cell": edit.cell}}),
         }
         for edit in finding.fix.edits
     ]
@@ -170,6 +202,8 @@ def sarif(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
                     }
                 ],
             }
+            if f.cell is not None:  # a notebook's: rows and columns count from the cell's start
+                item["properties"] = {"cell": f.cell}
             fix = _sarif_fix(f, artifact)
             if fix is not None:
                 item["fixes"] = [fix]
@@ -217,10 +251,10 @@ def junit(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
         elif not result.findings:
             ElementTree.SubElement(suite, "testcase", classname=result.filename, name="check")
         for f in result.findings:
-            name = f"{f.code} ({f.name}) at {f.location.row}:{f.location.column}"
+            name = f"{f.code} ({f.name}) at {f.position}"
             case = ElementTree.SubElement(suite, "testcase", classname=result.filename, name=name, line=str(f.location.row))
             failure = ElementTree.SubElement(case, "failure", message=f.message, type=f.code)
-            failure.text = f"{f.filename}:{f.location.row}:{f.location.column}: {f.code} {f.message}"
+            failure.text = f"{f.where}: {f.code} {f.message}"
         suite_cases = len(suite)
         cases += suite_cases
         suite.set("tests", str(suite_cases))

@@ -45,6 +45,10 @@ def _read_toml(path: Path) -> dict:
             return tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{path}: cannot read configuration: {error}") from None
+    except UnicodeDecodeError as error:  # TOML is UTF-8
+        raise ConfigError(f"{path}: cannot read configuration: not UTF-8 (byte {error.start})") from None
+    except RecursionError:  # tomllib recurses once per nested array or table
+        raise ConfigError(f"{path}: cannot read configuration: nested too deeply") from None
 
 
 def _table(path: Path) -> Optional[dict]:
@@ -241,5 +245,7 @@ def check_codes(prefixes: Sequence[str]) -> None:
     codes = [rule.code for rule in all_rules()]
     for prefix in prefixes:
         prefix = prefix.strip().upper()
+        if not prefix:
+            raise ConfigError("empty rule code: it names no rule (see `torchdevice-lint rule --all`)")
         if prefix != "ALL" and not any(code.startswith(prefix) for code in codes):
             raise ConfigError(f"unknown rule code or prefix {prefix!r} (see `torchdevice-lint rule --all`)")

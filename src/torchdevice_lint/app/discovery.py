@@ -1,4 +1,5 @@
-"""Which files a run checks: the paths given, directories walked, with gitignore semantics.
+"""Which files a run checks: the paths given, directories walked (``.py`` and ``.ipynb`` files),
+with gitignore semantics.
 
 - ``exclude``/``extend-exclude`` are gitignore patterns (``pathspec``) relative to the root of the
   configuration that applies (the nearest ``pyproject.toml`` with a ``[tool.torchdevice-lint]``
@@ -17,6 +18,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import pathspec
@@ -24,6 +26,8 @@ import pathspec
 from ..model.settings import Settings, compiled_patterns, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
+#: What a directory walk checks: Python files and Jupyter notebooks (as ruff does since 0.6).
+CHECKED_SUFFIXES = (".py", ".ipynb")
 SettingsFor = Callable[[str], Settings]
 
 
@@ -57,6 +61,23 @@ def _ancestors(directory: str) -> List[str]:
         directory = parent
 
 
+def _ignore_spec(lines: List[str]) -> pathspec.GitIgnoreSpec:
+    """The ignore file's patterns; a line that is no pattern (``[z-a]``) matches nothing, as in
+    git, rather than failing the run."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if _is_pattern(line)])
+
+
+def _is_pattern(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except (ValueError, re.error):
+        return False
+    return True
+
+
 class IgnoreFiles:
     """The ``.gitignore``/``.ignore`` patterns of each directory, read once per run."""
 
@@ -75,7 +96,7 @@ class IgnoreFiles:
                         lines.extend(handle.read().splitlines())
                 except OSError:
                     continue
-            self._specs[directory] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+            self._specs[directory] = _ignore_spec(lines) if lines else None
         return self._specs[directory]
 
     def ignores(self, path: str, is_dir: bool, top: str) -> bool:
@@ -147,7 +168,7 @@ class Discovery:
                 kept.append(name)
             subdirectories[:] = kept
             for filename in sorted(filenames):
-                if filename.endswith(".py"):
+                if filename.endswith(CHECKED_SUFFIXES):
                     path = os.path.normpath(os.path.join(directory, filename))  # "./a.py" -> "a.py", as ruff prints it
                     if self.skipped(path, False, top):
                         continue
@@ -165,7 +186,7 @@ def discover(
     respect_gitignore: bool = True,
     force_exclude: bool = False,
 ) -> Tuple[List[str], List[str]]:
-    """Python files under ``paths`` and one-line errors for paths that are missing or not
+    """Python files and notebooks under ``paths`` and one-line errors for paths that are missing or not
     files; symbolic links skipped by the walk are described in ``notes``."""
     discovery = Discovery(settings_for, respect_gitignore)
     notes = notes if notes is not None else []

@@ -13,7 +13,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -22,17 +22,19 @@ from ..engine.context import Analysis, RawFinding
 from ..engine.edits import file_edits
 from ..engine.engine import Engine, to_finding
 from ..engine.noqa import NOQA
-from ..model.errors import FileProblem, file_error
-from ..model.findings import Edit, Finding
+from ..model.errors import FileError, FileProblem, file_error
+from ..model.findings import Edit, FileResult, Finding
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
 from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
+from ..syntax.cells import CellsMoved, JoinedCells
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
 from .config import SettingsResolver, find_pyproject, without_target_source
 from .torch_target import forget_targets, target_for, with_target
 from .docs import rule_page
+from .notebooks import edits_in_cells, finding_in_cells, result_in_cells
 from .runner import fix_file
 from .sources import SourceFile
 
@@ -388,3 +390,107 @@ class Projects:
         self._broken.clear()
         forget_targets()
         self.models = ProjectModels()
+
+
+# -- notebooks (LSP 3.17 notebook documents) -------------------------------------------------
+@dataclass
+class CheckedNotebook:
+    """A notebook's code cells checked as one buffer (``checked``, the cells joined), and the
+    URI of each cell's document by cell number (1-based among all the notebook's cells)."""
+
+    checked: Checked
+    cells: JoinedCells
+    uris: Dict[int, str]
+
+    def number_of(self, uri: str) -> Optional[int]:
+        return next((number for number, cell_uri in self.uris.items() if cell_uri == uri), None)
+
+
+def check_notebook(engine: Engine, uri: str, path: str, cells: Sequence[Tuple[int, str, str]]) -> CheckedNotebook:
+    """``cells``: ``(number, cell URI, text)`` of each code cell, in order."""
+    joined = JoinedCells((number, text) for number, _, text in cells)
+    return CheckedNotebook(check_buffer(engine, uri, path, joined.python), joined, {number: cell_uri for number, cell_uri, _ in cells})
+
+
+def notebook_diagnostics(notebook: CheckedNotebook, lines_of: Callable[[str], Lines]) -> Dict[str, List[dict]]:
+    """Each code cell's diagnostics (an empty list clears a cell's old ones)."""
+    found: Dict[str, List[dict]] = {uri: [] for uri in notebook.uris.values()}
+    checked = notebook.checked
+    if checked.error is not None:
+        match = _SYNTAX_AT.search(checked.error)
+        number, row, column = notebook.cells.locate(*((int(match.group(1)), int(match.group(2))) if match else (1, 1)))
+        message = result_in_cells(notebook.cells, FileResult(checked.path, error=FileError(checked.path, checked.error))).error.message
+        if number in notebook.uris:
+            lines = lines_of(notebook.cells.cell(number).source)
+            found[notebook.uris[number]].append(
+                {"range": lines.range((row, column), (row, column + 1)), "severity": ERROR, "source": SOURCE, "message": message}
+            )
+        return found
+    for _, finding in checked.findings:
+        in_cell = finding_in_cells(notebook.cells, finding)
+        lines = lines_of(notebook.cells.cell(in_cell.cell).source)
+        found[notebook.uris[in_cell.cell]].append(diagnostic(in_cell, lines, checked.unsafe))
+    return found
+
+
+def _cell_changes(notebook: CheckedNotebook, edits: List[Edit], lines_of: Callable[[str], Lines]) -> Dict[str, List[dict]]:
+    changes: Dict[str, List[dict]] = {}
+    for edit in edits_in_cells(notebook.cells, edits):
+        lines = lines_of(notebook.cells.cell(edit.cell).source)
+        changes.setdefault(notebook.uris[edit.cell], []).append(lsp_edit(edit, lines))
+    return changes
+
+
+def notebook_code_actions(
+    notebook: CheckedNotebook, cell_uri: str, request_range: dict, only: Optional[Sequence[str]], lines_of: Callable[[str], Lines]
+) -> List[dict]:
+    """A cell's quick fixes and noqa actions (a fix may also add the device binding to the
+    first cell that imports torch), and fix-all for the whole notebook, as ``code_actions``."""
+    number, checked, actions = notebook.number_of(cell_uri), notebook.checked, []
+    if number is None or checked.error is not None:
+        return []
+    lines = lines_of(notebook.cells.cell(number).source)
+    joined_lines = Lines(checked.text, lines.encoding)
+    for raw, finding in checked.findings if wants(only, QUICKFIX) else ():
+        in_cell = finding_in_cells(notebook.cells, finding)
+        if in_cell.cell != number or not _on_lines(_finding_range(in_cell, lines), request_range):
+            continue
+        shown = diagnostic(in_cell, lines, checked.unsafe)
+        fix = raw.fix
+        if fix is not None and fix.replacements and (fix.applicability is Applicability.SAFE or
+                                                     (fix.applicability is Applicability.UNSAFE and checked.unsafe)):
+            changes = _cell_changes(notebook, file_edits(checked.analysis).of(raw) or [], lines_of)
+            if changes:
+                title = f"Fix {raw.rule.code}: {fix.message}" + (" (unsafe)" if fix.applicability is Applicability.UNSAFE else "")
+                actions.append({"title": title, "kind": QUICKFIX, "diagnostics": [shown], "edit": {"changes": changes},
+                                "isPreferred": fix.applicability is Applicability.SAFE})
+        noqa = noqa_edits(checked, finding.code, finding.location.row, finding.end_location.row, joined_lines)
+        if noqa is not None:
+            row = noqa[0]["range"]["start"]["line"] + 1
+            start = notebook.cells.locate(row, 1)[1] - 1
+            noqa = [{**edit, "range": {key: {**edit["range"][key], "line": start} for key in ("start", "end")}} for edit in noqa]
+            actions.append(_action(f"Disable {finding.code} for this line", QUICKFIX, cell_uri, noqa, [shown]))
+    if only and wants(only, FIX_ALL_KIND):
+        changes = notebook_fix_all(notebook, lines_of)
+        if changes:
+            actions.append({"title": "Fix all torchdevice-lint problems", "kind": FIX_ALL_KIND, "edit": {"changes": changes}})
+    return actions
+
+
+def notebook_fix_all(notebook: CheckedNotebook, lines_of: Callable[[str], Lines]) -> Dict[str, List[dict]]:
+    """Edits per cell URI that apply every applicable fix, as ``torchdevice-fix`` would."""
+    if notebook.checked.error is not None or not notebook.checked.findings:
+        return {}
+    fixed, error = fixed_buffer(notebook.checked)
+    if error is not None:
+        return {}
+    try:
+        sources = notebook.cells.split(fixed)
+    except CellsMoved:
+        return {}
+    changes = {}
+    for number, source in sources.items():
+        old = notebook.cells.cell(number).source
+        if source != old:
+            changes[notebook.uris[number]] = text_edits(old, source, lines_of(old))
+    return changes

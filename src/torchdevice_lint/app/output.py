@@ -16,6 +16,7 @@ from ..model.findings import FileResult, Finding, position_key
 from ..model.fixes import Applicability
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
+from .notebooks import cell_key
 
 Formatter = Callable[[Sequence[FileResult], Dict[str, str]], str]
 
@@ -58,7 +59,7 @@ def concise(results: Sequence[FileResult], sources: Dict[str, str]) -> str:
     lines = []
     for result in results:
         for f in result.findings:
-            lines.append(f"{f.filename}:{f.location.row}:{f.location.column}: {f.code}{_marker(f)} {f.message}")
+            lines.append(f"{f.where}: {f.code}{_marker(f)} {f.message}")
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -128,11 +129,12 @@ def full(results: Sequence[FileResult], sources: Dict[str, str], colour: bool = 
     lines_of: Dict[str, List[str]] = {}
     for result in results:
         for f in result.findings:
-            position = style(f"{f.filename}:{f.location.row}:{f.location.column}:", BOLD)
+            position = style(f"{f.where}:", BOLD)
             block = [f"{position} {style(f.code, RED, BOLD)}{_marker(f)} {f.message}"]
-            if f.filename not in lines_of:  # split once per file, not once per finding
-                lines_of[f.filename] = physical_lines(sources.get(f.filename, ""))
-            block.extend(_frame(f, lines_of[f.filename], style))
+            key = f.filename if f.cell is None else cell_key(f.filename, f.cell)
+            if key not in lines_of:  # split once per file (or cell), not once per finding
+                lines_of[key] = physical_lines(sources.get(key, ""))
+            block.extend(_frame(f, lines_of[key], style))
             if f.fix:
                 label = style(_FIX_HINTS[f.fix.applicability], CYAN if f.fix.applicability is Applicability.SAFE else YELLOW, BOLD)
                 block.append(f"{' ' * (len(str(f.location.row + 1)) + 1)}= {label}: {f.fix.message}")

@@ -19,6 +19,7 @@ from ..engine.engine import Engine, to_finding
 from ..model.errors import FileError, OverBudget, file_error
 from ..model.findings import FileResult
 from ..syntax.lines import physical_lines
+from .notebooks import notebook_diff
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
 #: How often a fix is recomputed when the file keeps changing on disk before it can be written.
@@ -60,7 +61,8 @@ def check_file(engine: Engine, path: str, with_edits: bool = False, source: Opti
     try:
         source = source or read_source(path)
         with time_limit(budget):
-            return engine.check_source(path, source.text, with_edits=with_edits)
+            result = engine.check_source(path, source.python, with_edits=with_edits)
+            return result if source.notebook is None else source.notebook.in_cells(result)
     except (OverBudget, Exception) as error:  # noqa: BLE001 - one file's bug must not end the run
         return FileResult(path, error=file_error(path, error))
 
@@ -81,6 +83,8 @@ class FixResult:
         return self.error is None and self.fixed != self.original
 
     def diff(self) -> str:
+        if self.source is not None and self.source.notebook is not None:
+            return notebook_diff(self.path, self.original, self.fixed)
         return "".join(
             difflib.unified_diff(
                 physical_lines(self.original, keepends=True),
@@ -153,12 +157,13 @@ def _fix_once(engine: Engine, path: str, unsafe: bool, source: Optional[SourceFi
         result.source = source
         result.original = source.text
         with time_limit(budget):
-            outcome = fix_source(engine, path, source.text, unsafe)
-            remaining = [to_finding(path, raw, outcome.final, False) for raw in outcome.remaining]
+            outcome = fix_source(engine, path, source.python, unsafe)
+            remaining = FileResult(path, findings=[to_finding(path, raw, outcome.final, False) for raw in outcome.remaining])
+            notebook = source.notebook and source.notebook.with_python(outcome.source)
     except (OverBudget, Exception) as error:  # noqa: BLE001 - one file's bug must not end the run
         result.error = file_error(path, error)
         return result
-    result.fixed = outcome.source
+    result.fixed = outcome.source if notebook is None else notebook.text
     result.applied = outcome.applied
-    result.remaining = FileResult(path, findings=remaining)
+    result.remaining = remaining if notebook is None else notebook.in_cells(remaining)
     return result

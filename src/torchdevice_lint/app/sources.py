@@ -6,6 +6,8 @@ What happens to each kind of input (every problem is one line on stderr and the 
   final newline round-trip byte for byte: the text is decoded from the bytes as they are and
   encoded back with the same codec; nothing is normalised.
 - Empty files are valid Python and simply have no findings.
+- A notebook (``.ipynb``) is read as JSON (``notebooks.py``): the engine checks its code cells
+  joined (``SourceFile.python``), and a fix writes the whole JSON text back.
 - Bytes that do not decode in the declared encoding, NUL bytes, files larger than
   ``MAX_FILE_BYTES``, anything that is not a regular file (a FIFO named ``x.py`` would block the
   read) and unreadable files are errors for that file only.
@@ -33,9 +35,10 @@ import tempfile
 import threading
 import tokenize
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 from ..model.errors import FileProblem
+from .notebooks import Notebook, is_notebook, parse_notebook
 
 try:
     import fcntl
@@ -61,11 +64,30 @@ class SourceFile:
     encoding: str
     #: The bytes read, to detect a change on disk before a fix is written over them.
     raw: Optional[bytes] = None
+    #: A notebook's cells, for a ``.ipynb`` file (``text`` is then its JSON).
+    notebook: Optional[Notebook] = None
+
+    @property
+    def python(self) -> str:
+        """The text the engine checks: the file's, or a notebook's code cells joined."""
+        return self.text if self.notebook is None else self.notebook.cells.python
+
+    def texts_by_frame(self) -> Dict[str, str]:
+        """The texts code frames are cut from: the file's, and each checked cell's of a notebook."""
+        return {self.path: self.text, **(self.notebook.cell_texts() if self.notebook else {})}
 
 
 def decode(path: str, raw: bytes) -> SourceFile:
     if b"\0" in raw:
         raise SourceError(f"{path}: error: file contains NUL bytes, so it is not Python source")
+    if is_notebook(path):
+        try:
+            text = raw.decode("utf-8")
+            return SourceFile(path, text, "utf-8", raw, parse_notebook(path, text))
+        except UnicodeDecodeError as error:
+            raise SourceError(f"{path}: error: cannot decode notebook: {error}") from None
+        except FileProblem as error:
+            raise SourceError(str(error)) from None
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
         text = raw.decode(encoding)

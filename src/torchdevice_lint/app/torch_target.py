@@ -195,7 +195,7 @@ def _from_pyproject(path: Path) -> Iterator[Tuple[str, str]]:
         return
     try:
         project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, RecursionError, tomllib.TOMLDecodeError):
         return
     if not isinstance(project, dict):
         return

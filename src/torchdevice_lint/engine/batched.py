@@ -17,7 +17,8 @@ import libcst as cst
 from ..inference import FileInference
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
-from ..knowledge.flags import OptionDefaults, mentions_availability
+from ..knowledge.flags import mentions_availability
+from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name
@@ -212,7 +213,7 @@ def analyze_module(
     module: Optional[cst.Module] = None,
     inference: Optional[FileInference] = None,
     tree: Optional[ast.Module] = None,
-    project: OptionDefaults = OptionDefaults(),
+    project: ProjectFacts = ProjectFacts(),
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
     stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequ
 import libcst as cst
 
 from ..knowledge import cst_guards as guards
-from ..knowledge.flags import FlagDefaults, OptionDefaults
+from ..knowledge.flags import FlagDefaults
+from ..knowledge.project_facts import ProjectFacts
 from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
@@ -149,7 +150,7 @@ def positional_params(function: cst.FunctionDef) -> List[cst.Param]:
 
 class FileContext:
     def __init__(
-        self, path: str, source: str, module: cst.Module, settings: "Settings", project: OptionDefaults = OptionDefaults()
+        self, path: str, source: str, module: cst.Module, settings: "Settings", project: ProjectFacts = ProjectFacts()
     ) -> None:
         self.path = path
         self.source = source
@@ -169,6 +170,8 @@ class FileContext:
         self._first_binding: Dict[Tuple[int, str], int] = {}
         #: id(block) -> {id(statement): its index in the block}.
         self._statement_index: Dict[int, Dict[int, int]] = {}
+        #: What the file's project says (options, files saved from the CPU); empty alone.
+        self.project = project
         self.flags = FlagDefaults(module, project)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None

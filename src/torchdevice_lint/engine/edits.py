@@ -107,9 +107,11 @@ class FileEdits:
         if not isinstance(replaced, cst.CSTNode):
             return None
         new_code = statement_code(self.module, replaced, indents)
-        top_first, top_last = self._top_rows(index)
-        top_text = "".join(self.lines[top_first - 1:first_row - 1]) + new_code + "".join(self.lines[last_row - 1:top_last - 1])
-        if not _compiles(top_text):
+        # The new lines replace whole lines at the same indentation, and whether a statement
+        # parses does not depend on the blocks around it (``ast`` only parses: ``return`` or
+        # ``await`` out of place is the compiler's concern), so the statement is compiled alone:
+        # compiling its whole top-level statement per finding made long functions quadratic.
+        if not _compiles(statement_code(self.module, replaced) if indents else new_code):
             return []
         edits = _shifted(line_edits(code, new_code), first_row - 1)
         needs = self._file_needs(index if fix.needs_device_binding else None, tuple(fix.imports))
@@ -190,7 +192,8 @@ class FileEdits:
             return None
         top = self.module.body[index]
         twins = self._twins()
-        inner = innermost_statement(self.module, raw.ancestors, twins[id(top)]) if twins else None
+        memo = self._whole.setdefault("statement offsets", {})
+        inner = innermost_statement(self.module, raw.ancestors, twins[id(top)], memo) if twins else None
         if inner is not None and keys <= {id(node) for node in nodes_of(inner[0])}:
             return inner
         if not keys <= self._members_of(index):

@@ -11,7 +11,7 @@ import gc
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
 
 from ..first_stage.facts import Facts, parse_facts
-from ..knowledge.flags import OptionDefaults
+from ..knowledge.project_facts import ProjectFacts
 from ..model.errors import FileProblem, file_error
 from ..model.findings import FileResult, Finding, FixInfo, Location, position_key
 from ..model.settings import Settings
@@ -39,7 +39,7 @@ class Engine:
 
     def project_key(self, path: str) -> str:
         """What a cached result of ``path`` depends on beyond its own bytes: its project's facts."""
-        return self.projects.option_defaults(path).fingerprint if self.projects is not None else ""
+        return self.projects.facts_for(path).fingerprint if self.projects is not None else ""
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
         """Rules enabled for this path whose triggers the file contains (the first stage); none
@@ -72,7 +72,7 @@ class Engine:
         rule_classes, facts = self.first_stage(path, source, tree)
         if not rule_classes:
             return None
-        project = self.projects.option_defaults(path) if self.projects is not None else OptionDefaults()
+        project = self.projects.facts_for(path) if self.projects is not None else ProjectFacts()
         return _libcst_half()(path, source, rule_classes, self.settings, module, facts.inference, facts.tree, project)
 
     def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:

@@ -8,6 +8,7 @@ file with no applied fix is returned unchanged.
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, Union
 
@@ -16,6 +17,7 @@ import libcst as cst
 from ..knowledge.torch_releases import binding_expression, binding_imports, lacking, torch_names
 from ..model.fixes import Applicability, FixError, ImportSpec
 from ..syntax.ast_parse import compile_python
+from ..syntax.cells import separator_number
 from ..syntax.cst_nodes import import_aliases
 from .context import Analysis, RawFinding, binds_unconditionally
 
@@ -55,16 +57,51 @@ def is_import_line(statement: cst.CSTNode) -> bool:
     return False
 
 
-def _binding_index(body: Sequence[cst.CSTNode], first_user: int) -> int:
-    """Insert after the last top-level import that precedes the first statement needing the
-    binding (after a module docstring and ``__future__`` imports at least)."""
-    index = 0
-    if body and _is_docstring(body[0]):
-        index = 1
-    for position, statement in enumerate(body[:first_user]):
-        if is_import_line(statement):
-            index = position + 1
-    return index
+def _top_level_layout(analysis: Analysis) -> Tuple[int, List[int], int, int]:
+    """One scan of the module's body, kept with the analysis (every fix that needs the binding
+    asks, and a scan per fix made a file of many top-level findings quadratic): the first
+    statement binding the device name, the positions of the import lines, where the binding may
+    go at the earliest (after a module docstring) and at the latest (in a notebook, the end of the
+    first cell importing torch, so every later cell may use it)."""
+    if "top-level layout" not in analysis.derived:
+        body = analysis.module.body
+        name = analysis.ctx.settings.device_name
+        first_binder = next((i for i, statement in enumerate(body) if binds_unconditionally(statement, name)), len(body))
+        imports = [i for i, statement in enumerate(body) if is_import_line(statement)]
+        earliest = 1 if body and _is_docstring(body[0]) else 0
+        analysis.derived["top-level layout"] = (first_binder, imports, earliest, end_of_first_torch_cell(body))
+    return analysis.derived["top-level layout"]
+
+
+def _starts_cell(statement: cst.CSTNode) -> bool:
+    """A notebook cell's separator (``syntax.cells``) in a notebook's joined cells."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return False
+    comment = statement.trailing_whitespace.comment
+    expression = statement.body[0]
+    return (
+        isinstance(expression, cst.Expr) and isinstance(expression.value, cst.Ellipsis)
+        and comment is not None and separator_number(f"...  {comment.value}") is not None
+    )
+
+
+def _imports_torch(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        qualified == "torch" or qualified.startswith("torch.")
+        for small in statement.body
+        for qualified in import_aliases(small).values()
+    )
+
+
+def end_of_first_torch_cell(body: Sequence[cst.CSTNode]) -> int:
+    """In a notebook's joined cells, the index of the statement that starts the cell after the
+    first one importing torch: the cells run in order, and the first may be ``!pip install``.
+    ``len(body)`` in a plain module."""
+    starts = [index for index, statement in enumerate(body) if _starts_cell(statement)]
+    importing = next((index for index, statement in enumerate(body) if _imports_torch(statement)), None) if starts else None
+    if importing is None:
+        return len(body)
+    return next((index for index in starts if index > importing), len(body))
 
 
 def _already_bound(spec: ImportSpec, aliases: Dict[str, str]) -> bool:
@@ -114,12 +151,15 @@ def apply_fixes(analysis: Analysis, findings: Iterable[RawFinding]) -> str:
 
 def binding_place(analysis: Analysis, first_user: Optional[int]) -> Optional[int]:
     """Where the device binding goes for a fix used at top-level statement ``first_user``: the
-    index in the module's body; None without a user, or when a statement above binds it already."""
-    if first_user is None or any(
-        binds_unconditionally(statement, analysis.ctx.settings.device_name) for statement in analysis.module.body[:first_user]
-    ):
+    index in the module's body, after the last top-level import above that statement (after a
+    module docstring at least); None without a user, or when a statement above binds it already."""
+    if first_user is None:
         return None
-    return _binding_index(analysis.module.body, first_user)
+    first_binder, imports, earliest, latest = _top_level_layout(analysis)
+    if first_binder < first_user:
+        return None
+    above = bisect.bisect_left(imports, min(first_user, latest))
+    return imports[above - 1] + 1 if above else earliest
 
 
 def with_file_needs(

@@ -14,7 +14,8 @@ from typing import Callable, Collection, FrozenSet, Optional
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, string_value
 from .backends import BACKEND_TENSOR_FLAGS, OTHER_BACKENDS, backend_of_device_string
-from .flags import compare, option_test
+from .flags import option_test
+from .project_facts import compare
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
 

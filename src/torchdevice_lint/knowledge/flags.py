@@ -9,14 +9,11 @@ An opt-out flag parsed in another file (``opt.no_cuda``) is taken as off, argpar
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, string_value
+from .project_facts import ProjectFacts
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
 
@@ -28,58 +25,6 @@ def mentions_availability(node: cst.CSTNode) -> bool:
         isinstance(call.func, cst.Attribute) and call.func.attr.value in AVAILABILITY_WORDS
         for call in nodes_of(node, cst.Call)
     )
-
-
-@dataclass(frozen=True)
-class OptionDefaults:
-    """What a whole project says of its command-line options (``project/``): each option's
-    default, the names that copy one (``self.use_gpu = opt.cuda``), and the one-line predicates
-    that test one (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``: ``[option, len taken,
-    operator, integer]``). Empty where there is no project (a buffer on stdin)."""
-
-    options: Mapping[str, Any] = field(default_factory=dict)
-    copies: Mapping[str, str] = field(default_factory=dict)
-    predicates: Mapping[str, list] = field(default_factory=dict)
-
-    @cached_property
-    def fingerprint(self) -> str:
-        """A short digest of everything here, for cache keys; empty for an empty model."""
-        if not (self.options or self.copies or self.predicates):
-            return ""
-        text = json.dumps([self.options, self.copies, self.predicates], sort_keys=True, default=repr)
-        return ":" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-    def value(self, name: str) -> Tuple[bool, Any]:
-        """(known, default) of the option ``name``, or of the option it copies."""
-        for candidate in (name, self.copies.get(name)):
-            if candidate is not None and candidate in self.options:
-                return True, self.options[candidate]
-        return False, None
-
-    def holds(self, test: list) -> Optional[bool]:
-        """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""
-        option, measured, operator, operand = test
-        known, value = self.value(option)
-        if not known:
-            return None
-        if measured:
-            if not isinstance(value, (str, list, tuple)):
-                return None
-            value = len(value)
-        if operator is None:
-            return bool(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None
-        return compare(operator, value, operand)
-
-
-_COMPARE = {
-    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
-}
-def compare(operator: str, left: int, right: int) -> bool:
-    """``left <operator> right`` for the operators ``option_test`` reads."""
-    return _COMPARE[operator](left, right)
 
 
 _CST_OPERATORS = {
@@ -127,7 +72,7 @@ class FlagDefaults:
     """Default values of the file's user flags, read lazily: parameters with a boolean
     default, ``add_argument`` options, attributes assigned ``not other_flag``."""
 
-    def __init__(self, module: cst.Module, project: OptionDefaults = OptionDefaults()) -> None:
+    def __init__(self, module: cst.Module, project: ProjectFacts = ProjectFacts()) -> None:
         self.module = module
         self.project = project
         self._attributes: Optional[Dict[str, Optional[bool]]] = None

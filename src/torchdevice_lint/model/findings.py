@@ -23,13 +23,16 @@ class Edit:
     content: str
     location: Location
     end_location: Location
+    #: In a notebook, the cell (1-based, among all its cells) the positions are relative to.
+    cell: Optional[int] = None
 
     def as_dict(self) -> dict:
-        return {
+        item = {
             "content": self.content,
             "location": self.location.as_dict(),
             "end_location": self.end_location.as_dict(),
         }
+        return item if self.cell is None else {**item, "cell": self.cell}
 
 
 @dataclass
@@ -55,9 +58,11 @@ class Finding:
     location: Location
     end_location: Location
     fix: Optional[FixInfo] = None
+    #: In a notebook, the cell (1-based, among all its cells) the positions are relative to.
+    cell: Optional[int] = None
 
     def as_dict(self) -> dict:
-        return {
+        item = {
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -66,11 +71,22 @@ class Finding:
             "end_location": self.end_location.as_dict(),
             "fix": self.fix.as_dict() if self.fix else None,
         }
+        return item if self.cell is None else {**item, "cell": self.cell}
+
+    @property
+    def position(self) -> str:
+        """``row:column``, or ``cell N:row:column`` in a notebook (as ruff prints it)."""
+        cell = "" if self.cell is None else f"cell {self.cell}:"
+        return f"{cell}{self.location.row}:{self.location.column}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.filename}:{self.position}"
 
 
 def position_key(finding: Finding) -> tuple:
     """Findings are listed in the order of the file, as ruff lists them."""
-    return (finding.location.row, finding.location.column, finding.end_location.row, finding.end_location.column, finding.code)
+    return (finding.cell or 0, finding.location.row, finding.location.column, finding.end_location.row, finding.end_location.column, finding.code)
 
 
 @dataclass

@@ -25,8 +25,11 @@ DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".eggs", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".torchdevice_cache",
+    ".torchdevice_cache", ".ipynb_checkpoints",
 )
+#: The longest ``per-file-timeout``: a day of CPU time for one file (the OS timer takes no more
+#: than about 1e16 seconds, and no file needs more than minutes; 0 means no limit).
+MAX_PER_FILE_TIMEOUT = 86_400
 
 
 class ConfigError(Exception):
@@ -69,8 +72,18 @@ class Settings:
             raise ConfigError(f"device-name must be a Python identifier, not {self.device_name!r}")
         if self.device_expression is not None:
             check_expression(self.device_expression)
-        if isinstance(self.per_file_timeout, bool) or not isinstance(self.per_file_timeout, (int, float)) or not self.per_file_timeout >= 0:
-            raise ConfigError(f"per-file-timeout must be a number of seconds (0: no limit), not {self.per_file_timeout!r}")
+        if not any(code.strip() for code in self.select):
+            raise ConfigError("select must name at least one rule code or prefix, such as TDV")
+        timeout = self.per_file_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 <= timeout <= MAX_PER_FILE_TIMEOUT:
+            raise ConfigError(
+                f"per-file-timeout must be a number of seconds from 0 (no limit) to {MAX_PER_FILE_TIMEOUT}, not {timeout!r}"
+            )
+        # Checked now: pathspec compiles a pattern only when the first file is matched, and a
+        # bad one would then fail every file instead of the configuration.
+        check_patterns("exclude", self.exclude)
+        check_patterns("extend-exclude", self.extend_exclude)
+        check_patterns("per-file-ignores", self.per_file_ignores)
 
     def target_version(self) -> tuple:
         """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
@@ -112,6 +125,18 @@ def check_expression(code: str) -> None:
             problem = "must be written on one line"
     if problem:
         raise ConfigError(f"device-expression {problem}: {code!r}")
+
+
+def check_patterns(key: str, patterns: Iterable[str]) -> None:
+    """Raise ConfigError naming the first pattern that is not a gitignore pattern (``[z-a]``)."""
+    for pattern in patterns:
+        body = pattern.strip()
+        body = body[1:].strip() if body.startswith("!") else body
+        try:
+            compiled_patterns((body,))
+        except (ValueError, re.error) as error:
+            reason = getattr(error, "msg", None) or str(error)
+            raise ConfigError(f"{key}: {pattern!r} is not a valid glob pattern ({reason})") from None
 
 
 def parse_version(text: str) -> tuple:

@@ -3,17 +3,18 @@
 A line is judged with what the whole project says: ``if self.use_gpu:`` is no availability check
 when ``--gpu_ids`` defaults to ``"0"`` in ``options/base_options.py`` and ``use_gpu`` only reads
 it. Each module contributes the command-line options it defines with their defaults, the
-attributes and one-line predicates that copy or test an option, and whether it builds CUDA
-kernels. The facts are plain data (JSON), cached by the module's content hash.
+attributes and one-line predicates that copy or test an option, and the files it saves from
+``.cpu()`` values. The facts are plain data, cached by the module's content hash.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string
+from ..syntax.ast_nodes import last_name, literal_string
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -31,15 +32,8 @@ class ModuleFacts:
     #: (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``) -> that test: ``[option, len
     #: taken, comparison operator or None, the integer compared with or None]``.
     predicates: Dict[str, list] = field(default_factory=dict)
-    #: The module builds CUDA kernels (``cpp_extension.load`` of ``.cu`` sources, ``CUDAExtension``).
-    builds_cuda_kernels: bool = False
-
-    def as_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict) -> "ModuleFacts":
-        return cls(**data)
+    #: The names of the files it saves ``.cpu()`` values to (``torch.save(x.cpu(), "feat.pth")``).
+    cpu_saved_files: List[str] = field(default_factory=list)
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
@@ -57,16 +51,34 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
 
 def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
     name = last_name(call.func)
-    if name == "add_argument":
+    if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
+        facts.cpu_saved_files.extend(file_names(call.args[1]))
+    elif name == "add_argument":
         _read_option(call, facts)
-    elif name == "CUDAExtension" or (name == "load_inline" and _keyword(call, "cuda_sources") is not None):
-        facts.builds_cuda_kernels = True
-    elif name == "load" and "cpp_extension" in (dotted_name(call.func) or "cpp_extension"):
-        sources = _keyword(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
-        if sources is not None and any(
-            (literal_string(element) or "").endswith((".cu", ".cuh")) for element in ast.walk(sources)
-        ):
-            facts.builds_cuda_kernels = True
+
+
+#: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).
+_FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
+
+
+def file_names(path: ast.expr) -> List[str]:
+    """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
+    ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/saved_files.path_keys`` keys them."""
+    names = []
+    for node in ast.walk(path):
+        if isinstance(node, ast.JoinedStr):
+            value = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            value = re.sub(r"\{[^{}]*\}", "{}", node.value)
+        else:
+            continue
+        if _FILE_NAME.match(value):
+            names.append(value.rsplit("/", 1)[-1])
+    return names
+
+
+def _moves_to_cpu(value: ast.expr) -> bool:
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in ast.walk(value))
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import itertools
 import os
+import stat
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Optional
 
-from ..knowledge.flags import OptionDefaults
+from ..knowledge.project_facts import ProjectFacts
 from .facts import ModuleFacts, module_facts
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
-#: A project with more Python files than this is read only where the files asked for are.
+#: A project with more Python files than this is not read: its files are judged alone.
 MAX_FILES = 20_000
+#: A module larger than this is left out of the model (as the source reader refuses to check it).
+MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
 def project_root(path: str) -> Optional[Path]:
@@ -35,10 +39,10 @@ def project_root(path: str) -> Optional[Path]:
     if not file.parent.is_dir() or file.is_dir():
         return None
     for folder in file.parents:
+        if folder == Path.home() or folder.parent == folder:
+            break  # a home directory (dotfiles under git) or / is nobody's project
         if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
             return folder
-        if folder == Path.home() or folder.parent == folder:
-            break
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
@@ -52,33 +56,34 @@ class Project:
         self.root = root
         self.cache = cache if cache is not None else FactsCache()
         self.modules: Dict[str, ModuleFacts] = {}
-        self._defaults: Optional[OptionDefaults] = None
-        for file in python_files(root):
+        self._facts: Optional[ProjectFacts] = None
+        files = list(itertools.islice(python_files(root), MAX_FILES + 1))
+        for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self.modules[str(file)] = self.cache.facts_of_file(file)
 
     def update(self, path: str, text: str) -> None:
         """An editor's buffer replaces the file's facts on disk."""
         self.modules[os.path.abspath(path)] = self.cache.facts_of_text(text)
-        self._defaults = None
+        self._facts = None
 
     @property
-    def option_defaults(self) -> OptionDefaults:
-        if self._defaults is None:
-            self._defaults = combined_defaults(self.modules.values())
-        return self._defaults
-
-    def builds_cuda_kernels(self) -> bool:
-        return any(facts.builds_cuda_kernels for facts in self.modules.values())
+    def facts(self) -> ProjectFacts:
+        if self._facts is None:
+            self._facts = combined_facts(self.modules.values())
+        return self._facts
 
 
-def combined_defaults(modules: Iterable[ModuleFacts]) -> OptionDefaults:
+def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    and every copy and predicate of an option, from all the modules."""
+    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
+    the modules."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
+    saved = set()
     for facts in modules:
+        saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
             if name in options and options[name] != default:
@@ -88,19 +93,14 @@ def combined_defaults(modules: Iterable[ModuleFacts]) -> OptionDefaults:
             copies.setdefault(name, copied)
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
-    return OptionDefaults({name: value for name, value in options.items() if name not in unknown}, copies, predicates)
+    known = {name: value for name, value in options.items() if name not in unknown}
+    return ProjectFacts(known, copies, predicates, frozenset(saved))
 
 
 def python_files(root: Path) -> Iterator[Path]:
-    count = 0
     for folder, subfolders, files in os.walk(root):
         subfolders[:] = [name for name in subfolders if name not in SKIPPED and not name.startswith(".")]
-        for name in files:
-            if name.endswith(".py"):
-                count += 1
-                if count > MAX_FILES:
-                    return
-                yield Path(folder) / name
+        yield from (Path(folder) / name for name in files if name.endswith(".py"))
 
 
 class FactsCache:
@@ -111,11 +111,8 @@ class FactsCache:
         self.by_hash: Dict[str, ModuleFacts] = {}
 
     def facts_of_file(self, file: Path) -> ModuleFacts:
-        try:
-            data = file.read_bytes()
-        except OSError:
-            return ModuleFacts()
-        return self._facts(data)
+        data = _regular_file_bytes(file)
+        return self._facts(data) if data is not None else ModuleFacts()
 
     def facts_of_text(self, text: str) -> ModuleFacts:
         return self._facts(text.encode("utf-8", "surrogatepass"))
@@ -125,6 +122,25 @@ class FactsCache:
         if key not in self.by_hash:
             self.by_hash[key] = _parse_facts(data)
         return self.by_hash[key]
+
+
+def _regular_file_bytes(file: Path) -> Optional[bytes]:
+    """The bytes of a regular file up to ``MAX_FILE_BYTES``; None for anything else. Opened
+    without blocking and checked on the open file: a FIFO named ``x.py`` must not stall the run."""
+    try:
+        descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
 
 
 def _parse_facts(data: bytes) -> ModuleFacts:
@@ -156,9 +172,6 @@ class Projects:
             self._by_root[root] = Project(root, self.cache)
         return self._by_root[root]
 
-    def option_defaults(self, path: str) -> OptionDefaults:
+    def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
-        return project.option_defaults if project is not None else OptionDefaults()
-
-    def roots(self) -> List[Tuple[Path, int]]:
-        return [(root, len(project.modules)) for root, project in self._by_root.items()]
+        return project.facts if project is not None else ProjectFacts()

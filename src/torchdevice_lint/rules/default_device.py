@@ -84,6 +84,9 @@ class CudaDefaultDevice(Rule):
         self.report(node, message, fix)
 
 
+CUDA_AVAILABILITY = ("torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available")
+
+
 class CudaRequired(Rule):
     code = "TDV309"
     name = "cuda-required"
@@ -104,13 +107,15 @@ class CudaRequired(Rule):
         "The fix removes the refusal (an `else: raise` is only pointed out). It is unsafe: the "
         "program then runs on whatever device it finds, which is the point once its other hazards are fixed."
     )
-    triggers = Triggers(names=("torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available"))
+    triggers = Triggers(names=CUDA_AVAILABILITY)
     valid = (
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nimport pytest\n\ndef test_kernel():\n    if not torch.cuda.is_available():\n        pytest.skip('needs CUDA')\n"),
         # the user asked for CUDA: refusing then is the right message
         Valid("import torch\n\ndef setup(args):\n    if args.cuda:\n        assert torch.cuda.is_available(), 'asked for --cuda'\n"),
         Valid("import torch\nassert x.is_cuda\n"),
+        # another backend's availability is not a refusal to run without CUDA
+        Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
     )
     invalid = (
         Invalid(
@@ -147,7 +152,11 @@ class CudaRequired(Rule):
             self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
 
     def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
-        return self.ctx.classify(test) == sign and mentions_availability(test)
+        from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+        return self.ctx.classify(test) == sign and mentions_availability(test) and any(
+            self.ctx.qualname(call.func) in CUDA_AVAILABILITY for call in nodes_of(test, cst.Call)
+        )
 
     def _removal(self, statement: cst.CSTNode, depth: int):
         """Remove the statement (``pass`` where it is the only one of its block)."""

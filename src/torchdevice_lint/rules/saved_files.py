@@ -80,9 +80,9 @@ class SavedFiles:
         self._cpu_keys: Optional[FrozenSet[str]] = None
 
     def cpu_keys(self) -> FrozenSet[str]:
-        """Keys of the files this file saves from ``.cpu()`` values."""
+        """Keys of the files this file, or another module of its project, saves from ``.cpu()`` values."""
         if self._cpu_keys is None:
-            keys: Set[str] = set()
+            keys: Set[str] = set(self.ctx.project.cpu_saved_files)
             if "cpu()" in self.ctx.source:
                 for save, path in self._saves():
                     if any(method_name(call) == "cpu" for call in _nodes_of(save.args[0].value, cst.Call)):

@@ -57,6 +57,11 @@ class LoadWithoutMapLocation(Rule):
     triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
+        # another module of the project writes the file from `.cpu()` values
+        Valid(
+            'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
+            files={"extract.py": 'import torch\ntorch.save(feats.cpu(), os.path.join(out, "train_feat.pth"))\n'},
+        ),
         Valid('import torch\nstate = torch.load("model.pt", device)\n'),
         Valid("import torch\nstate = torch.load(path, **load_kwargs)\n"),
         Valid("import pickle\nstate = pickle.load(handle)\nimport json\ncfg = json.load(handle)\n"),

@@ -1,0 +1,65 @@
+"""What a whole project says, as one file's rules read it (the project model builds it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator as operators
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, FrozenSet, Mapping, Optional, Tuple
+
+_COMPARE = {
+    ">": operators.gt, ">=": operators.ge, "<": operators.lt, "<=": operators.le, "==": operators.eq, "!=": operators.ne,
+}
+
+
+def compare(operator: str, left: int, right: int) -> bool:
+    """``left <operator> right`` for the operators an option test holds."""
+    return _COMPARE[operator](left, right)
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """What the whole project (``project/``) tells one file's rules: each command-line option's
+    default, the names that copy one (``self.use_gpu = opt.cuda``), the one-line predicates that
+    test one (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``: ``[option, len taken,
+    operator, integer]``), and the names of the files the project saves from ``.cpu()`` values.
+    Empty where there is no project (a buffer on stdin)."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    copies: Mapping[str, str] = field(default_factory=dict)
+    predicates: Mapping[str, list] = field(default_factory=dict)
+    cpu_saved_files: FrozenSet[str] = frozenset()
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """A short digest of everything here, for cache keys; empty for an empty model."""
+        if not (self.options or self.copies or self.predicates or self.cpu_saved_files):
+            return ""
+        parts = [self.options, self.copies, self.predicates, sorted(self.cpu_saved_files)]
+        text = json.dumps(parts, sort_keys=True, default=repr)
+        return ":" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+    def value(self, name: str) -> Tuple[bool, Any]:
+        """(known, default) of the option ``name``, or of the option it copies."""
+        for candidate in (name, self.copies.get(name)):
+            if candidate is not None and candidate in self.options:
+                return True, self.options[candidate]
+        return False, None
+
+    def holds(self, test: list) -> Optional[bool]:
+        """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""
+        option, measured, operator, operand = test
+        known, value = self.value(option)
+        if not known:
+            return None
+        if measured:
+            if not isinstance(value, (str, list, tuple)):
+                return None
+            value = len(value)
+        if operator is None:
+            return bool(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None
+        return compare(operator, value, operand)
