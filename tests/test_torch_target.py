@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
+from torchdevice_lint import cli
 from torchdevice_lint.app.config import load_settings
-from torchdevice_lint.app.project_root import is_project_file, project_root
 from torchdevice_lint.app.torch_target import conda_lower_bound, infer_target, lower_bound, target_for
+from torchdevice_lint.project.roots import declared_root, is_project_file
 
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
 ACCELERATOR = 'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
@@ -152,8 +153,8 @@ def test_the_project_root_is_the_nearest_directory_declaring_a_project(tmp_path)
     (tmp_path / "outer" / "inner" / "src").mkdir(parents=True)
     (tmp_path / "outer" / "pyproject.toml").write_text('[project]\nname = "outer"\n')
     (tmp_path / "outer" / "inner" / "requirements-dev.txt").write_text("pytest\n")
-    assert project_root(str(tmp_path / "outer" / "inner" / "src" / "a.py")) == tmp_path / "outer" / "inner"
-    assert project_root(str(tmp_path / "outer" / "b.py")) == tmp_path / "outer"
+    assert declared_root(str(tmp_path / "outer" / "inner" / "src" / "a.py")) == tmp_path / "outer" / "inner"
+    assert declared_root(str(tmp_path / "outer" / "b.py")) == tmp_path / "outer"
 
 
 def test_nested_projects_each_get_their_own_torch(tmp_path):
@@ -217,3 +218,30 @@ def test_the_command_line_overrides_the_requirement(tmp_path):
 )
 def test_the_files_an_editor_watches_for_settings_and_targets(path, watched):
     assert is_project_file(path) is watched
+
+
+PIP_COMPILED = "torch==2.7.1 \\\n    --hash=sha256:0a1b \\\n    --hash=sha256:2c3d\nnumpy==2.0.2\n"
+
+
+@pytest.mark.parametrize(
+    "pins, args, shown",
+    [
+        ({"requirements.txt": PIP_COMPILED}, [], "Target torch: 2.7 from requirements.txt:1: torch==2.7.1"),
+        ({"pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch (>=2.5)"]\n'}, [],
+         "Target torch: 2.5 from pyproject.toml [project] dependencies: torch (>=2.5)"),
+        ({"requirements.txt": "torch[opt-einsum]>=2.2; python_version >= '3.9'\n"}, [],
+         "Target torch: 2.2 from requirements.txt:1: torch[opt-einsum]>=2.2; python_version >= '3.9'"),
+        ({"requirements.txt": "torch\n"}, [], "Target torch: 2.4 from default (requirements.txt:1: torch has no lower bound)"),
+        ({}, [], "Target torch: 2.4 from default"),
+        ({"requirements.txt": "torch>=2.1\n"}, ["--target-torch-version", "2.6"], "Target torch: 2.6 from --target-torch-version"),
+    ],
+)
+def test_show_settings_says_where_the_target_came_from(tmp_path, monkeypatch, capsys, pins, args, shown):
+    """Run from inside the project, as a user types it: the pin's file and line, or why the
+    default applies."""
+    for name, text in pins.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "train.py").write_text(HAZARD)
+    monkeypatch.chdir(tmp_path)
+    assert cli.lint_main(["check", "--show-settings", *args, "train.py"]) == 0
+    assert shown in capsys.readouterr().out.splitlines()

@@ -36,7 +36,7 @@ from .app.output import (
 )
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
-from .app.project_root import project_root
+from .project.roots import declared_root
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode, read_source
 from .engine.engine import Engine
@@ -174,7 +174,7 @@ def _show(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -
     if args.show_settings:
         target = files[0] if files else (args.stdin_filename or next(iter(args.paths), "."))
         config = Path(args.config) if args.config else find_pyproject(target)
-        root = project_root(target)
+        root = declared_root(target)
         print(settings_text(target, str(config) if config else None, resolver(target), str(root) if root else None,
                             resolver.target_origin(target)), end="")
     else:

@@ -43,7 +43,7 @@ from .app.editor import (
     text_edits,
     uri_to_path,
 )
-from .app.project_root import PROJECT_FILE_PATTERNS, is_project_file
+from .project.roots import PROJECT_FILE_PATTERNS, is_project_file
 
 #: Seconds of quiet after a change before the buffer is checked again.
 DEBOUNCE_SECONDS = 0.2

@@ -145,9 +145,12 @@ class SettingsResolver:
         target = self._targets[str(_directory_of(path))]
         if target is None or target.root is None or settings.target_torch_source != target.source:
             return settings.target_torch_source
-        if target.source.startswith("default"):
-            return "default"  # torch without a lower bound: ``--show-settings`` names the line
-        return f"{_shown_path(target.root)}/{target.source}"
+        shown = _shown_path(target.root)
+        prefix = "" if shown == "." else f"{shown}/"
+        unbounded = "default ("  # a torch requirement without a lower bound: which one
+        if target.source.startswith(unbounded):
+            return f"{unbounded}{prefix}{target.source[len(unbounded):]}"
+        return f"{prefix}{target.source}"
 
     def _config_above(self, directory: Path) -> Optional[str]:
         """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""

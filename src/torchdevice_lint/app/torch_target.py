@@ -1,7 +1,7 @@
 """The torch each file is fixed for, the way ruff takes its target Python from
 ``requires-python``: the lowest release its project's own torch requirement admits.
 
-The project is the file's project root (``app/project_root.py``). Read there, in order:
+The project is the file's project root (``project/roots.py``). Read there, in order:
 ``pyproject.toml`` ``[project]`` dependencies and optional-dependencies, ``requirements*.txt``
 (also under ``requirements/``; pip-compile output with ``--hash`` lines too), ``setup.cfg``
 ``install_requires`` / ``extras_require``, ``setup.py``'s ``install_requires`` /
@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from ..model.settings import DEFAULT_TARGET_TORCH_VERSION, Settings
-from .project_root import REQUIREMENTS_GLOB, forget_project_roots, project_roots
+from ..project.roots import REQUIREMENTS_GLOB, forget_project_roots, project_roots
 
 Bound = Tuple[int, int]
 #: What a clause's operator says about the lowest release it admits.

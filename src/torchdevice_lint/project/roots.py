@@ -1,5 +1,6 @@
 """Project roots: the nearest directory at or above a file that declares a Python project or its
-environment. A monorepo holds several, each with its own torch (``app/torch_target.py``).
+environment. A monorepo holds several, each with its own torch (``app/torch_target.py``); the
+project model (``project/model.py``) reads a project's modules from the same markers.
 
 Answers are cached per directory for the life of the process (a run, or an editor session until
 ``forget_project_roots`` after a project file changes).
@@ -32,7 +33,7 @@ def is_project_file(path: str) -> bool:
     )
 
 
-def project_root(path: str) -> Optional[Path]:
+def declared_root(path: str) -> Optional[Path]:
     """The nearest directory at or above ``path`` (a file or a directory) holding one of
     ``PROJECT_FILES`` or a ``requirements*.txt``; None outside any project."""
     return _root_at_or_above(str(_directory_of(path)))
@@ -41,7 +42,7 @@ def project_root(path: str) -> Optional[Path]:
 def project_roots(path: str) -> Iterator[Path]:
     """The project roots at or above ``path``, nearest first: a project nested in another, then
     the one around it."""
-    root = project_root(path)
+    root = declared_root(path)
     while root is not None:
         yield root
         root = None if root.parent == root else _root_at_or_above(str(root.parent))
