@@ -157,3 +157,34 @@ def test_the_editor_offers_each_file_the_fixes_of_its_project(monorepo):
         fixes[name] = [finding.fix is not None for _, finding in checked.findings]
     assert fixes == {"projA": [False, False, True], "projB": [True, True, True], "projC": [False, False, True], "projD": [False, False, True]}
     assert projects.engine_for(str(monorepo / "projA" / "train.py"))[0] is projects.engine_for(str(monorepo / "projC" / "x.py"))[0]
+
+
+DEVICE_OLD = 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+DEVICE_MPS = 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+DEVICE_ACCELERATOR = 'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+HAZARD = "import torch\nx = torch.zeros(3).cuda()\n"
+
+
+def test_a_project_inside_another_and_a_file_outside_any_project(monorepo, run):
+    """projB/legacy pins its own old torch inside projB; a script at the repository's root
+    belongs to no project and gets the default target (2.4: CUDA, MPS or the CPU)."""
+    (monorepo / "projB" / "legacy").mkdir()
+    (monorepo / "projB" / "legacy" / "environment.yaml").write_text("dependencies:\n  - pytorch::pytorch==1.8\n")
+    for path in ("projB/legacy/old.py", "projB/new.py", "scratch.py"):
+        (monorepo / path).write_text(HAZARD)
+    run("fix", "--unsafe-fixes", ".")
+    assert DEVICE_OLD in (monorepo / "projB" / "legacy" / "old.py").read_text().splitlines()
+    assert DEVICE_ACCELERATOR in (monorepo / "projB" / "new.py").read_text().splitlines()
+    assert DEVICE_MPS in (monorepo / "scratch.py").read_text().splitlines()
+    shown = run("check", "--show-settings", "projB/legacy/old.py").stdout.splitlines()
+    assert "Target torch: 1.8 from projB/legacy/environment.yaml: pytorch::pytorch==1.8" in shown
+    assert "Target torch: 2.4 from default" in run("check", "--show-settings", "scratch.py").stdout.splitlines()
+
+
+def test_a_notebook_is_fixed_for_its_project_torch(monorepo, run):
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": HAZARD.splitlines(True)}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (monorepo / "projA" / "explore.ipynb").write_text(json.dumps(notebook))
+    run("fix", "--unsafe-fixes", "projA/explore.ipynb")
+    [fixed] = json.loads((monorepo / "projA" / "explore.ipynb").read_text())["cells"]
+    assert "".join(fixed["source"]) == f"import torch\n\n{DEVICE_OLD}\nx = torch.zeros(3).to(device)\n"
