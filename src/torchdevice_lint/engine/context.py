@@ -106,6 +106,16 @@ class BindingCollector(cst.CSTVisitor):
         self.names.update(import_aliases(node))
 
 
+class AssignmentCollector(BindingCollector):
+    """Names a scope binds by assignment, loop, ``with``/``except`` or definition: imports left out."""
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+
 def _all_params(params: cst.Parameters) -> List[cst.Param]:
     found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     if isinstance(params.star_arg, cst.Param):
@@ -166,6 +176,7 @@ class FileContext:
         #: Depth of conditions that hold only in a multi-process distributed run.
         self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
+        self._module_assignments: Optional[Set[str]] = None
         #: (id(block), name) -> index of the first statement of the block binding the name.
         self._first_binding: Dict[Tuple[int, str], int] = {}
         #: id(block) -> {id(statement): its index in the block}.
@@ -306,6 +317,18 @@ class FileContext:
             if any(name in self.bound_names(outer) for outer in functions[:-1]):
                 return True
         return self.bound_above(self.module, name)
+
+    def rebinds_import(self, name: str) -> bool:
+        """Whether the imported ``name`` may hold another value here: a local of the innermost
+        function, or assigned at module level (``import model`` then ``model = model.Net()``)."""
+        if self.name_shadowed_here(name):
+            return True
+        if self._module_assignments is None:
+            collector = AssignmentCollector(self.module)
+            for statement in self.module.body:
+                statement.visit(collector)
+            self._module_assignments = collector.names
+        return name in self._module_assignments
 
     def name_shadowed_here(self, name: str) -> bool:
         """Whether ``name`` is a local of the innermost function: a module-level binding of it

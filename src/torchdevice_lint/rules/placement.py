@@ -51,6 +51,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
         Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda(args.gpu)\n"),
+        # a module's own function named `cuda`, the module name bound only in another function
+        Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
         Valid(
             'import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\n'
@@ -168,6 +170,15 @@ class CudaMethodCall(Rule):
                 "def fit(strategy, model):\n    strategy.barrier()\n    model.to(device)\n"
             ),
         ),
+        # an imported module's name rebound to a model (awd-lstm's `model = model.RNNModel(...)`)
+        Invalid(
+            "import torch\nimport model\n\nmodel = model.RNNModel(3)\nmodel.cuda()\n",
+            fixed=(
+                "import torch\nimport model\n\n"
+                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
+                "\nmodel = model.RNNModel(3)\nmodel.to(device)\n"
+            ),
+        ),
         # a helper named like a distributed setup may serve single-GPU runs: not a guard
         Invalid(
             "import torch\n\ndef train(args, model):\n    init_distributed_mode(args)\n    model.cuda()\n",
@@ -216,7 +227,9 @@ class CudaMethodCall(Rule):
 def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     """``x.cuda()``, ``x.xpu()``...: replaced by ``x.to(device)``, keeping ``non_blocking``."""
     receiver = node.func.value
-    if rule.ctx.qualname(receiver) is not None:
+    if rule.ctx.qualname(receiver) is not None and not (
+        isinstance(receiver, cst.Name) and rule.ctx.rebinds_import(receiver.value)
+    ):
         return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
     if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
         return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
