@@ -36,14 +36,15 @@ def test_test_command_comes_after_the_torch_note_with_the_cpu_index():
     assert torch_note < test_command
 
 
-def test_the_quick_start_names_what_remains_and_why(capsys, monkeypatch):
-    """`torchdevice-fix --diff --unsafe-fixes examples/` ends with the finding left and the
-    reason it has no fix: the target torch this repository declares, and how to change it."""
-    from torchdevice_lint.cli import fix_main
+def test_the_quick_start_fixes_every_finding_for_the_torch_this_repository_declares(capsys, monkeypatch):
+    """`torchdevice-fix --diff --unsafe-fixes examples/` targets the torch of this repository's
+    own requirement (the runtime extra's `torch>=2.13`), which has every name the fixes write:
+    nothing is left over. (Findings a target cannot fix are named with the reason, as
+    tests/test_monorepo_targets.py shows.)"""
+    from torchdevice_lint.cli import fix_main, lint_main
 
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    assert fix_main(["--diff", "--unsafe-fixes", "--no-cache", "examples/"]) == 1
-    summary = capsys.readouterr().err.splitlines()
-    assert summary[1] == "1 finding remains; see `torchdevice-lint rule CODE` for how to fix the rest by hand."
-    assert summary[2].startswith("  examples/train.py:10:10: TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 2.0: ")
-    assert summary[2].endswith("`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)")
+    assert fix_main(["--diff", "--unsafe-fixes", "--no-cache", "examples/"]) == 1  # --diff: it would change files
+    assert capsys.readouterr().err.splitlines() == ["Would fix 6 findings in 1 file (TDV101 x2, TDV102 x1, TDV301 x1, TDV302 x2)."]
+    assert lint_main(["check", "--show-settings", "examples/train.py"]) == 0
+    assert "Target torch: 2.13 from pyproject.toml [project.optional-dependencies] runtime: torch>=2.13" in capsys.readouterr().out.splitlines()
