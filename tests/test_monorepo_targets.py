@@ -83,12 +83,13 @@ def test_the_fixed_programs_run(monorepo, run):
 def test_what_remains_is_named_with_the_reason_and_the_targets_are_summed_up(monorepo, run):
     result = run("fix", "--unsafe-fixes", "--diff", ".")
     err = result.stderr
-    assert "6 findings remain" in err
+    assert "6 findings remain after the fixes (TDV302 x6)" in err
     assert (
-        "  projA/train.py:5:10: TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 1.8: "
-        "`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)"
+        "projA/train.py:5:10: TDV302 has no fix for the target torch 1.8 (requirements.txt:1: torch==1.8.0): "
+        "`torch.amp.GradScaler` needs torch 2.3. If the code need not run on older torch, "
+        'set target-torch-version = "2.3" in [tool.torchdevice-lint] or pass --target-torch-version 2.3.'
     ) in err.splitlines()
-    assert "`torch.autocast` needs torch 1.10" in err
+    assert "projD/train.py:6:6: TDV302 has no fix for the target torch 1.9 (setup.py install_requires: torch>=1.9,<2): `torch.autocast` needs torch 1.10." in err
     assert err.splitlines()[-4:] == [
         "Target torch per project (fixes write only names it has):",
         "  1.8: projA/requirements.txt:1: torch==1.8.0; projC/environment.yml: pytorch=1.8.1",

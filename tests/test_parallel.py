@@ -56,3 +56,28 @@ def test_few_files_stay_in_this_process(files, monkeypatch):
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", no_pool)
     results = parallel.check_paths(api.engine(), files[:2 * parallel.MIN_FILES_PER_WORKER - 1], jobs=2)
     assert [f.code for f in results[0].findings] == ["TDV101"]
+
+
+def test_a_process_with_other_threads_starts_its_pool_without_fork(files):
+    """A fork copies only the calling thread, so a child of a process with other threads can
+    deadlock (Python 3.12+ warns): such a process, here one with a waiting thread, gets the
+    same results from a pool that is not forked, and no warning."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, threading\n"
+        "threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+        "from torchdevice_lint import api\n"
+        "from torchdevice_lint.app import parallel\n"
+        "print(parallel._pool_context().get_start_method())\n"
+        "results = parallel.check_paths(api.engine(), sys.argv[1:], jobs=2)\n"
+        "print(sum(len(r.findings) for r in results), sum(1 for r in results if r.error))\n"
+    )
+    run = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", script, *files],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    method, counts = run.stdout.splitlines()
+    expected = parallel.check_paths(api.engine(), files, jobs=1)
+    assert method != "fork"
+    assert counts == f"{sum(len(r.findings) for r in expected)} {sum(1 for r in expected if r.error)}"

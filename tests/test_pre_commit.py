@@ -100,6 +100,48 @@ def test_readme_snippet_names_this_version():
     assert f"## {__version__}" in (ROOT / "CHANGELOG.md").read_text()
 
 
+def git_output(*args, cwd):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_readme_rev_is_a_tag_of_this_repository():
+    """pre-commit clones the ``rev:`` the snippet names: the tag ``.ci/tag_releases.py``
+    makes on the release commit must exist where users clone from."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    if git_output("rev-parse", "--is-shallow-repository", cwd=ROOT) == "true":
+        pytest.skip("a shallow clone holds no old tags")
+    tag = f"v{__version__}"
+    assert git_output("tag", "--list", tag, cwd=ROOT) == tag, f"no tag {tag}: run python .ci/tag_releases.py"
+    assert f'version = "{__version__}"' in git_output("show", f"{tag}:pyproject.toml", cwd=ROOT).splitlines()
+
+
+def test_tag_releases_tags_each_changelog_version_on_its_release_commit(tmp_path):
+    def release(version, changelog):
+        (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nversion = "{version}"\n')
+        (tmp_path / "CHANGELOG.md").write_text(changelog)
+        git("add", ".", cwd=tmp_path)
+        git("commit", "-q", "-m", version, cwd=tmp_path)
+        return git_output("rev-parse", "HEAD", cwd=tmp_path)
+
+    git("init", "-q", cwd=tmp_path)
+    first = release("0.1.0", "## 0.1.0\n")
+    (tmp_path / "a.py").write_text("")
+    git("add", ".", cwd=tmp_path)
+    git("commit", "-q", "-m", "work", cwd=tmp_path)
+    second = release("0.2.0", "## 0.2.0\n\n## 0.1.0\n")
+    release("0.2.0", "## Unreleased\n\n## 0.2.0\n\n## 0.1.0\n")  # later work: not a release
+    script = [sys.executable, str(ROOT / ".ci" / "tag_releases.py"), str(tmp_path)]
+
+    assert subprocess.run(script, capture_output=True, text=True, check=True).stdout.splitlines() == [
+        f"v0.2.0 -> {second[:12]}", f"v0.1.0 -> {first[:12]}"]
+    assert git_output("rev-list", "-n", "1", "v0.2.0", cwd=tmp_path) == second
+    assert subprocess.run(script, capture_output=True, text=True, check=True).stdout == ""  # nothing left to tag
+    git("tag", "-f", "-a", "v0.1.0", second, "-m", "wrong", cwd=tmp_path)
+    wrong = subprocess.run(script, capture_output=True, text=True)
+    assert wrong.returncode == 1 and "v0.1.0 points at" in wrong.stderr
+
+
 @pytest.mark.slow
 def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_repo, pre_commit_home):
     """``pre-commit run --all-files`` names every tracked file: the hooks' ``--force-exclude``
@@ -124,3 +166,30 @@ def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_
     assert (tmp_path / "train.py").read_text() == hazards.replace('"model.pt")', '"model.pt", map_location="cpu")')
     assert (tmp_path / "vendor" / "lib" / "third_party.py").read_text() == hazards
     assert (tmp_path / "generated" / "out.py").read_text() == hazards
+
+
+def test_every_hook_runs_serially():
+    """pre-commit splits the files of a hook that may run in parallel into one batch per core:
+    each batch would start its own pool and print its own summary."""
+    import yaml  # pre-commit's own dependency
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert {hook["id"]: hook.get("require_serial") for hook in hooks} == {"torchdevice-lint": True, "torchdevice-fix": True}
+
+
+@pytest.mark.slow
+def test_pre_commit_run_on_many_files_runs_each_hook_once(tmp_path, hook_repo, pre_commit_home):
+    """30 files, on a machine with more than one core: one report and one fix summary."""
+    git("init", "-q", cwd=tmp_path)
+    for index in range(30):
+        (tmp_path / f"module_{index:02}.py").write_text("import torch\nx = torch.ones(2)\n")
+    (tmp_path / "module_29.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("m.pt")\n')
+    config = readme_snippet().replace("https://github.com/OWNER/torchdevice-lint", str(hook_repo))
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    git("add", ".", cwd=tmp_path)
+
+    result = pre_commit("run", "--all-files", cwd=tmp_path, home=pre_commit_home)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert output.count("Fixed ") + output.count("Nothing to fix.") == 1, output
+    assert output.count("files checked") == 1 and "Found 1 finding in 1 of 30 files checked." in output, output

@@ -30,21 +30,51 @@ def test_strict_table_lists_every_opt_in_rule():
         assert fix.startswith(SAFETY_WORDS[opt_in[code].fix_safety.value]), code
 
 
-def test_test_command_comes_after_the_torch_note_with_the_cpu_index():
-    torch_note = README.index("pip install torch --index-url https://download.pytorch.org/whl/cpu")
-    test_command = README.index("pip install -e '.[test]' && python -m pytest -q")
-    assert torch_note < test_command
+CI_RUN = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
 
 
-def test_the_quick_start_fixes_every_finding_for_the_torch_this_repository_declares(capsys, monkeypatch):
-    """`torchdevice-fix --diff --unsafe-fixes examples/` targets the torch of this repository's
-    own requirement (the runtime extra's `torch>=2.13`), which has every name the fixes write:
-    nothing is left over. (Findings a target cannot fix are named with the reason, as
-    tests/test_monorepo_targets.py shows.)"""
-    from torchdevice_lint.cli import fix_main, lint_main
+def bash_blocks(text):
+    return re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+
+
+def readme_test_command():
+    return next(block.strip() for block in bash_blocks(README) if "pytest" in block)
+
+
+def test_test_command_comes_after_the_torch_step_with_the_cpu_index():
+    torch_step = README.index("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+    assert torch_step < README.index(readme_test_command())
+
+
+def test_torch_step_pins_the_torch_ci_installs():
+    pins = {re.search(r"torch==(\S+)", text).group(1) for text in (README.split("## Quick start", 1)[1], CI_RUN)}
+    assert pins == {"2.13.0"}
+
+
+def test_ci_runs_the_readme_test_command_and_then_the_tests_it_leaves_out():
+    command = readme_test_command()
+    assert command == """pip install -e '.[test]' && python -m pytest -q -m "not slow\""""
+    lines = [line.strip() for line in CI_RUN.splitlines()]
+    assert lines.index('python -m pytest -q -m slow') == lines.index(command) + 1
+
+
+def test_quick_start_prints_what_the_readme_says(monkeypatch, capsys):
+    """The quick start's command on the bundled example, run from the repository root."""
+    from torchdevice_lint import cli
 
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    assert fix_main(["--diff", "--unsafe-fixes", "--no-cache", "examples/"]) == 1  # --diff: it would change files
-    assert capsys.readouterr().err.splitlines() == ["Would fix 6 findings in 1 file (TDV101 x2, TDV102 x1, TDV301 x1, TDV302 x2)."]
-    assert lint_main(["check", "--show-settings", "examples/train.py"]) == 0
-    assert "Target torch: 2.13 from pyproject.toml [project.optional-dependencies] runtime: torch>=2.13" in capsys.readouterr().out.splitlines()
+    assert cli.fix_main(["--no-cache", "--diff", "--unsafe-fixes", "examples/"]) == 1
+    said = re.search(r"It ends `(.*?)`", README.split("## Quick start", 1)[1]).group(1)
+    assert capsys.readouterr().err.splitlines() == [said]
+
+
+def test_a_finding_without_a_fix_for_the_target_torch_is_explained_as_the_readme_shows(tmp_path, monkeypatch, capsys):
+    from torchdevice_lint import cli
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "train.py"
+    (tmp_path / "train.py").write_text(example.read_text())
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "1"\n\n[project.optional-dependencies]\nruntime = ["torch>=2.0"]\n')
+    monkeypatch.chdir(tmp_path)
+    assert cli.fix_main(["--no-cache", "--diff", "--unsafe-fixes", "train.py"]) == 1
+    shown = re.search(r"```text\n(1 finding remains.*?)```", README, re.DOTALL).group(1)
+    assert capsys.readouterr().err.splitlines()[1:] == shown.splitlines()

@@ -22,6 +22,8 @@ from torchdevice_lint.model.settings import Settings
 needs_fork = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(), reason="the patched analysis reaches workers by fork"
 )
+# torch's threads, once another test imported it, would give these pools the forkserver
+pytestmark = pytest.mark.usefixtures("forked_pool")
 
 
 def _tree(tmp_path, count):

@@ -139,3 +139,19 @@ def test_a_torch_older_than_torch_device_gets_no_device_fix_and_the_reason():
     assert finding.fix is None
     assert finding.message.endswith("no fix for the target torch 0.3: `torch.device` needs torch 0.4 "
                                     "(set `target-torch-version`, or require a newer torch)")
+
+
+@pytest.mark.parametrize(
+    "source, fixed",
+    [
+        ("import torch\nx = torch.ones(2).cuda()\n",
+         'import torch\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\nx = torch.ones(2).to(device)\n'),
+        ('import torch\ndevice = torch.device("cuda:0")\n',
+         'import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n'),
+    ],
+)
+def test_before_1_12_a_device_falls_back_to_the_cpu_without_naming_mps(source, fixed):
+    """TDV101's binding and TDV102's fallback on torch 1.8, where ``torch.backends.mps`` does
+    not exist yet."""
+    engine = api.engine(settings_from_table({"target-torch-version": "1.8"}))
+    assert fix_source(engine, "train.py", source, unsafe=True).source == fixed

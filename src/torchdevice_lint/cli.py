@@ -11,7 +11,6 @@ import functools
 import os
 import sys
 import traceback
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -25,6 +24,7 @@ from .app.docs import rule_page, write_rule_docs
 from .app.output import (
     FORMATS,
     FORMATS_WITH_EDITS,
+    fix_summary,
     MACHINE_FORMATS,
     printable,
     render,
@@ -39,19 +39,15 @@ from .app.progress import Progress
 from .project.roots import declared_root
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode, read_source
+from .app.watch import pyprojects_above, watch
 from .engine.engine import Engine
 from .model.findings import FileResult
-from .model.fixes import Applicability
-from .model.settings import ConfigError, Settings, parse_version
+from .model.settings import ConfigError, Settings
 from .project.model import Projects
 from .rules import all_rules, rule_by_code
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
-#: Remaining findings a ``torchdevice-fix --diff``/``--check`` summary names before it counts.
-MAX_REMAINING_LISTED = 10
-#: Pins a summary names per target torch before it counts them.
-MAX_ORIGINS_LISTED = 4
 
 
 def _selection_options(parser: argparse.ArgumentParser) -> None:
@@ -77,6 +73,14 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings and errors only: no summary, no progress")
     parser.add_argument("--show-settings", action="store_true", help="print the settings the first file is checked with, and exit")
     parser.add_argument("--show-files", action="store_true", help="print the files that would be checked, and exit")
+
+
+def _fix_options(parser: argparse.ArgumentParser) -> None:
+    """The fixing flags ``torchdevice-fix`` and ``check --fix`` share (ruff's names)."""
+    parser.add_argument("--diff", action="store_true", help="print a unified diff of the fixes and write nothing (exit 1 if a file would change)")
+    parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+                        help="also apply fixes that may change which device is used")
+    parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
 
 
 def _resolver(args: argparse.Namespace) -> Tuple[SettingsResolver, Settings]:
@@ -134,28 +138,15 @@ def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Sett
     return list(groups.values())
 
 
-def _targets_note(files: Sequence[str], resolver: SettingsResolver) -> str:
-    """For a run over projects that target different torch releases: each target and the pins
-    it comes from. Empty when every file has the same target."""
-    origins: Dict[str, Dict[str, None]] = {}
-    for path in files:
-        origins.setdefault(resolver(path).target_torch_version, {})[resolver.target_origin(path)] = None
-    if len(origins) < 2:
-        return ""
-    lines = ["Target torch per project (fixes write only names it has):"]
-    for version in sorted(origins, key=parse_version):
-        named = list(origins[version])
-        more = f"; and {len(named) - MAX_ORIGINS_LISTED} more" if len(named) > MAX_ORIGINS_LISTED else ""
-        lines.append(f"  {version}: {'; '.join(named[:MAX_ORIGINS_LISTED])}{more}")
-    return "\n".join(lines)
-
-
 def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
     if args.no_cache:
         return None
-    directory = Path(args.cache_dir) if args.cache_dir else default_cache_dir(settings, find_project_root(settings.root))
-    # Whether unsafe fixes are applied changes no finding: check and fix share one cache file.
-    return ResultCache(directory, replace(settings, unsafe_fixes=False), with_edits)
+    if args.cache_dir or settings.cache_dir:  # the command line's, else the configuration's (ruff's order)
+        directory = Path(args.cache_dir) if args.cache_dir else Path(settings.root) / settings.cache_dir
+    else:
+        directory = default_cache_dir(settings, find_project_root(settings.root))
+    # Neither unsafe fixes nor where and how results are shown change a finding: one cache file.
+    return ResultCache(directory, replace(settings, unsafe_fixes=False, output_format=None, cache_dir=None), with_edits)
 
 
 def _stdin_excluded(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> bool:
@@ -219,12 +210,16 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="report hazards")
     _selection_options(check)
-    check.add_argument("--output-format", choices=sorted(FORMATS), default="full",
-                       help="full (code frames), concise, json, json-lines, github (Actions annotations), "
+    check.add_argument("--output-format", choices=sorted(FORMATS),
+                       help="full (code frames; the default unless output-format is configured), concise, json, json-lines, github (Actions annotations), "
                             "gitlab (Code Quality), sarif, rdjson (reviewdog), junit")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    check.add_argument("--fix", action="store_true", help="apply the fixes torchdevice-fix applies, then report what remains")
+    _fix_options(check)
+    check.add_argument("--watch", "-w", action="store_true", help="check again whenever a checked file or a pyproject.toml changes (Ctrl-C stops)")
+    check.set_defaults(check=False)  # torchdevice-fix's --check: never set by `check --fix`
     rule = commands.add_parser("rule", help="explain a rule")
     rule.add_argument("code", nargs="?", help="a rule code such as TDV101")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
@@ -235,11 +230,36 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
         return _rule_command(parser, args)
     if args.command == "server":
         return _server_command()
+    if (args.fix or args.diff) and (args.add_noqa or args.statistics):
+        parser.error("--fix and --diff cannot be combined with --add-noqa or --statistics")
+    if args.diff and args.output_file:
+        parser.error("--diff prints the diff to stdout; it cannot be combined with --output-file")
+    if args.watch and "-" in args.paths:
+        parser.error("--watch watches files; it cannot read stdin")
+    if args.watch:
+        return watch(lambda: _checked(argparse.Namespace(**vars(args))), lambda: _watched_files(args), _error)
+    return _checked(args)
+
+
+def _checked(args: argparse.Namespace) -> int:
     try:
         return _check_command(args)
     except ConfigError as error:
         _error(f"torchdevice-lint: error: {error}")
         return EXIT_ERROR
+
+
+def _watched_files(args: argparse.Namespace) -> List[str]:
+    """What ``--watch`` watches: the files a check takes and the pyproject.toml of each; with a
+    broken configuration, every pyproject.toml above the paths given (to see it mended)."""
+    try:
+        resolver, run = _resolver(args)
+        files, _ = discover(args.paths or ["."], resolver, notes=[], respect_gitignore=run.respect_gitignore,
+                            force_exclude=run.force_exclude)
+    except ConfigError:
+        return pyprojects_above(args.paths or ["."])
+    configs = {args.config} if args.config else {os.path.join(resolver(path).root, "pyproject.toml") for path in files}
+    return sorted(set(files) | configs)
 
 
 def _rule_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -276,6 +296,9 @@ def _check_command(args: argparse.Namespace) -> int:
     shown = _show(args, resolver, run)
     if shown is not None:
         return shown
+    args.output_format = args.output_format or run.output_format or "full"
+    if args.fix or args.diff:
+        return _fix_run(args, resolver, run)
     with_edits = args.output_format in FORMATS_WITH_EDITS and not args.statistics
     missing: List[str] = []
     if args.paths == ["-"]:
@@ -300,7 +323,7 @@ def _check_command(args: argparse.Namespace) -> int:
         finally:
             progress.close()
         sources = _texts(results)
-        targets = _targets_note(files, resolver)
+        targets = resolver.targets_note(files)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
     return _report(results, sources, missing, args, targets)
@@ -374,11 +397,8 @@ def fix_main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="torchdevice-fix", description="Rewrite device-portability hazards in PyTorch code.")
     parser.add_argument("--version", action="version", version=f"torchdevice-fix {__version__}")
     _selection_options(parser)
-    parser.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
+    _fix_options(parser)
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if any file would change")
-    parser.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
-                        help="also apply fixes that may change which device is used")
-    parser.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
     args = parser.parse_args(argv)
     try:
         return _fix_command(args)
@@ -392,6 +412,13 @@ def _fix_command(args: argparse.Namespace) -> int:
     shown = _show(args, resolver, run)
     if shown is not None:
         return shown
+    return _fix_run(args, resolver, run)
+
+
+def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -> int:
+    """torchdevice-fix's run; ``check --fix`` runs it too, then reports what remains as
+    ``check`` reports findings (its output format, output file and exit code)."""
+    from_check = getattr(args, "command", None) == "check"
     write = not (args.diff or args.check)
     if args.paths == ["-"]:
         source = _stdin_source(args)
@@ -411,7 +438,7 @@ def _fix_command(args: argparse.Namespace) -> int:
     files, missing = _discover(args, resolver, run)
     # Every group's cache directory is accepted or refused before the first file is written.
     groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
-    for message in missing:
+    for message in missing if not from_check or args.diff else ():
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
     results = []
@@ -430,6 +457,11 @@ def _fix_command(args: argparse.Namespace) -> int:
         _error("torchdevice-fix: interrupted; every file is either unchanged or completely fixed")
         return EXIT_INTERRUPTED
     results.sort(key=lambda r: r.path)
+    if from_check and not args.diff:
+        if not args.quiet:
+            _error(fix_summary(results, [], False, run.unsafe_fixes, resolver))
+        remaining = [r.remaining or FileResult(r.path, error=r.error) for r in results]
+        return _report(remaining, _texts(remaining), missing, args, resolver.targets_note(files))
     for result in results:
         if result.error:
             _error(str(result.error))
@@ -439,9 +471,9 @@ def _fix_command(args: argparse.Namespace) -> int:
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
-        for line in _fix_summary(results, remaining, args, run.unsafe_fixes).splitlines():
+        for line in fix_summary(results, remaining, args.diff or args.check, run.unsafe_fixes, resolver).splitlines():
             _error(line)
-        for line in _targets_note(files, resolver).splitlines():
+        for line in resolver.targets_note(files).splitlines():
             _error(line)
     return _fix_exit(results, args, missing)
 
@@ -454,33 +486,6 @@ def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
     return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN
-
-
-def _fix_summary(results, remaining, args: argparse.Namespace, unsafe: bool) -> str:
-    applied: Counter = Counter()
-    for result in results:
-        applied.update(result.applied)
-    changed = sum(1 for r in results if r.changed)
-    verb = "Would fix" if (args.diff or args.check) else "Fixed"
-    total = sum(applied.values())
-    if total:
-        rules = ", ".join(f"{code} x{count}" for code, count in sorted(applied.items()))
-        lines = [f"{verb} {total} finding{'s' if total != 1 else ''} in {changed} file{'s' if changed != 1 else ''} ({rules})."]
-    else:
-        lines = ["Nothing to fix."]
-    left = [f for r in remaining for f in r.findings]
-    if left:
-        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
-        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}"
-        if more and not unsafe:
-            line += f" ({more} fixable with --unsafe-fixes)"
-        lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
-        if args.diff or args.check:  # without the diff's report on stdout: name them here
-            listed = FORMATS["concise"](remaining, {}).splitlines()
-            lines.extend(f"  {entry}" for entry in listed[:MAX_REMAINING_LISTED])
-            if len(listed) > MAX_REMAINING_LISTED:
-                lines.append(f"  ... and {len(listed) - MAX_REMAINING_LISTED} more")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,14 +11,19 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..knowledge.torch_releases import binding_imports
-from ..model.settings import ConfigError, Settings
+from ..model.settings import ConfigError, Settings, parse_version
 from ..rules import all_rules
+from .output import FORMATS
 from .torch_target import TorchTarget, target_for, with_target
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
+
+
+#: Pins the targets note names per target torch before it counts them.
+MAX_ORIGINS_LISTED = 4
 
 
 _KEYS = {
@@ -36,6 +41,11 @@ _KEYS = {
     "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
+    "fixable": "codes",
+    "unfixable": "codes",
+    "output-format": "format",
+    "cache-dir": "str",
+    "extend": "str",  # another pyproject.toml whose table this one extends (read by ``_extended_table``)
 }
 
 
@@ -55,6 +65,30 @@ def _table(path: Path) -> Optional[dict]:
     """The ``[tool.torchdevice-lint]`` table of a pyproject.toml, None when it has none."""
     tool = _read_toml(path).get("tool", {})
     return tool.get("torchdevice-lint") if isinstance(tool, dict) else None
+
+
+def _extended_table(path: Path, seen: Sequence[Path] = ()) -> dict:
+    """The table of ``path`` on top of the one its ``extend`` names (relative to ``path``, as in
+    ruff), recursively; keys set here replace the extended file's, ``extend-*`` lists add to them."""
+    table = _table(path) or {}
+    if not isinstance(table, dict) or "extend" not in table:
+        return table
+    base = table["extend"]
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{path}: extend must be the path of another pyproject.toml")
+    base_path = (path.parent / os.path.expandvars(os.path.expanduser(base))).resolve()
+    chain = [*seen, path.resolve()]
+    if base_path in chain:
+        raise ConfigError(f"{path}: extend makes a circle: {' -> '.join(str(p) for p in [*chain, base_path])}")
+    if not base_path.is_file():
+        raise ConfigError(f"{path}: extend names {base_path}, which does not exist")
+    inherited = _extended_table(base_path, chain)
+    merged = {**inherited, **table}
+    for key in ("extend-select", "extend-exclude"):  # added to, as in ruff, not replaced
+        if isinstance(inherited.get(key), list) and isinstance(table.get(key), list):
+            merged[key] = inherited[key] + table[key]
+    del merged["extend"]
+    return merged
 
 
 def _directory_of(start: str) -> Path:
@@ -95,7 +129,7 @@ def _configured_settings(start: str, config_file: Optional[str]) -> Tuple[Settin
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
         return Settings(root=str(find_project_root(start) or os.path.abspath("."))), False
-    table = _table(path) or {}
+    table = _extended_table(path)
     settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
     return settings, "target-torch-version" in table
 
@@ -152,6 +186,21 @@ class SettingsResolver:
             return f"{unbounded}{prefix}{target.source[len(unbounded):]}"
         return f"{prefix}{target.source}"
 
+    def targets_note(self, files: Sequence[str]) -> str:
+        """For a run over projects that target different torch releases: each target and the
+        pins it comes from. Empty when every file has the same target."""
+        origins: Dict[str, Dict[str, None]] = {}
+        for path in files:
+            origins.setdefault(self(path).target_torch_version, {})[self.target_origin(path)] = None
+        if len(origins) < 2:
+            return ""
+        lines = ["Target torch per project (fixes write only names it has):"]
+        for version in sorted(origins, key=parse_version):
+            named = list(origins[version])
+            more = f"; and {len(named) - MAX_ORIGINS_LISTED} more" if len(named) > MAX_ORIGINS_LISTED else ""
+            lines.append(f"  {version}: {'; '.join(named[:MAX_ORIGINS_LISTED])}{more}")
+        return "\n".join(lines)
+
     def _config_above(self, directory: Path) -> Optional[str]:
         """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""
         key = str(directory)
@@ -179,8 +228,10 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         if kind is None:
             known = ", ".join(sorted(_KEYS))
             raise ConfigError(f"{source}: unknown key {key!r} in [tool.torchdevice-lint] (known keys: {known})")
-        values[key.replace("-", "_")] = _check_value(key, kind, value, source)
-    for key in ("select", "extend_select", "ignore"):
+        checked = _check_value(key, kind, value, source)
+        if key != "extend":  # already followed by ``_extended_table``
+            values[key.replace("-", "_")] = checked
+    for key in ("select", "extend_select", "ignore", "fixable", "unfixable"):
         try:
             check_codes(values.get(key, ()))
         except ConfigError as error:
@@ -221,6 +272,10 @@ def _check_value(key: str, kind: str, value, source: str):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ConfigError(f"{source}: {key} must be a number of seconds (0: no limit)")
         return float(value)
+    if kind == "format":
+        if value not in FORMATS:
+            raise ConfigError(f"{source}: {key} must be one of {', '.join(sorted(FORMATS))}, not {value!r}")
+        return value
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false")

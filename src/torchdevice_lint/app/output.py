@@ -9,11 +9,13 @@ import os
 import re
 import unicodedata
 from collections import Counter
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..knowledge.torch_releases import binding_expression
 from ..model.findings import FileResult, Finding, position_key
+from ..knowledge.torch_releases import withheld_for_target
 from ..model.fixes import Applicability
+from ..model.settings import Settings
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
 from .notebooks import cell_key
@@ -286,3 +288,46 @@ def summary(results: Sequence[FileResult], colour: bool = False) -> str:
     if unsafe:
         lines.append(f"[-] {unsafe} more fixable with `torchdevice-fix --unsafe-fixes`.")
     return "\n".join(lines)
+
+
+def fix_summary(results: Iterable, remaining: Sequence[FileResult], preview: bool, unsafe: bool,
+                settings_of: Callable[[str], Settings]) -> str:
+    """What the fixer did (``preview``: would do) and what remains: how many per rule, and for
+    a finding whose fix the target torch lacks, the target, where it came from and how to move it."""
+    applied: Counter = Counter()
+    for result in results:
+        applied.update(result.applied)
+    changed = sum(1 for r in results if r.changed)
+    total = sum(applied.values())
+    if total:
+        rules = ", ".join(f"{code} x{count}" for code, count in sorted(applied.items()))
+        lines = [f"{'Would fix' if preview else 'Fixed'} {total} finding{'s' if total != 1 else ''} in {changed} file{'s' if changed != 1 else ''} ({rules})."]
+    else:
+        lines = ["Nothing to fix."]
+    left = [f for r in remaining for f in r.findings]
+    if left:
+        per_rule = ", ".join(f"{code} x{count}" for code, count in sorted(Counter(f.code for f in left).items()))
+        after = " after the fixes" if preview else ""  # the positions below are the fixed file's
+        line = f"{len(left)} finding{'s remain' if len(left) != 1 else ' remains'}{after} ({per_rule})"
+        more = sum(1 for f in left if f.fix and f.fix.applicability is Applicability.UNSAFE)
+        if more and not unsafe:
+            line += f"; {more} fixable with --unsafe-fixes"
+        lines.append(line + "; see `torchdevice-lint rule CODE` for how to fix the rest by hand.")
+        lines.extend(_withheld_for_target(left, settings_of))
+    return "\n".join(lines)
+
+
+def _withheld_for_target(findings: Sequence[Finding], settings_of: Callable[[str], Settings]) -> List[str]:
+    lines = []
+    for f in findings:
+        withheld = withheld_for_target(f.message)
+        if withheld is None:
+            continue
+        name, needed = withheld
+        settings = settings_of(f.filename)
+        lines.append(
+            f"{f.where}: {f.code} has no fix for the target torch {settings.target_torch_version} "
+            f"({settings.target_torch_source}): `{name}` needs torch {needed}. If the code need not run on older "
+            f'torch, set target-torch-version = "{needed}" in [tool.torchdevice-lint] or pass --target-torch-version {needed}.'
+        )
+    return lines

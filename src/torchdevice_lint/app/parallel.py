@@ -67,10 +67,12 @@ def _read(path: str) -> Optional[SourceFile]:
         return None
 
 
-def _start_worker(engine: Engine, started, parent: int) -> None:
+def _start_worker(engine: Engine, started, parent: Optional[int]) -> None:
+    """``parent``: the process that started the pool, when the worker was forked from it; a
+    worker of the forkserver watches the server, which ends with that process."""
     global _worker_engine, _worker_started
     _worker_engine, _worker_started = engine, started
-    _exit_with_parent(parent)
+    _exit_with_parent(parent or os.getppid())
 
 
 def _exit_with_parent(parent: int) -> None:
@@ -116,11 +118,29 @@ def _check_batch(batch: Sequence[Tuple[int, str, Optional[SourceFile]]], with_ed
 
 
 def _pool_context():
-    """fork where it exists: workers inherit the loaded rules instead of importing them again."""
+    """fork where it exists and this process runs one thread: workers inherit the loaded rules
+    instead of importing them again. A fork copies only the calling thread, so a child of a
+    process with other threads (a language server's, torch's own) can deadlock on a lock one of
+    them held, and Python 3.12+ warns; there the forkserver, which imports the rules once for
+    all its workers, else spawn."""
     import multiprocessing  # with the pool only: a run over a few files never starts one
 
     methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    if "fork" in methods and _thread_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["torchdevice_lint.engine.batched", "torchdevice_lint.engine.fixer"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _thread_count() -> int:
+    """The threads of this process, native ones included (what Python's fork warning counts)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # not on Linux
+        return threading.active_count()
 
 
 def _answer_from_cache(
@@ -193,12 +213,13 @@ def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer,
     """``(index, result)`` for every pending file, whatever happens to the workers: ``task``
     (``_check_batch`` or ``_fix_batch``) on batches; ``failed(path, error)`` is the result of a
     file whose worker died. ``stop()`` turning true ends the run after the batches in hand."""
-    started = _pool_context().RawArray("d", max(index for index, _, _ in pending) + 1)
+    context = _pool_context()
+    started = context.RawArray("d", max(index for index, _, _ in pending) + 1)
     budget = engine.settings.per_file_timeout
     remaining = list(pending)
     while remaining:
         answered = set()
-        for index, result in _pool_round(engine, remaining, workers, started, task, args, initializer, stop):
+        for index, result in _pool_round(engine, context, remaining, workers, started, task, args, initializer, stop):
             answered.add(index)
             yield index, result
         if stop():
@@ -214,12 +235,12 @@ def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer,
             if budget and ended - started[item[0]] >= budget:
                 yield item[0], failed(item[1], file_error(item[1], OverBudget(budget)))
                 continue
-            alone = list(_pool_round(engine, [item], 1, started, task, args, initializer, stop))
+            alone = list(_pool_round(engine, context, [item], 1, started, task, args, initializer, stop))
             yield from alone or [(item[0], failed(item[1], FileError(item[1], WORKER_DIED)))]
         remaining = [item for item in left if not started[item[0]]]
 
 
-def _pool_round(engine: Engine, items, workers: int, started, task, args, initializer, stop: Callable[[], bool]):
+def _pool_round(engine: Engine, context, items, workers: int, started, task, args, initializer, stop: Callable[[], bool]):
     """The results a pool gives for ``items`` before it ends, breaks or is stopped."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -227,8 +248,9 @@ def _pool_round(engine: Engine, items, workers: int, started, task, args, initia
     largest_first = sorted(items, key=lambda item: -len(item[2].text) if item[2] else 0)
     batch_size = max(1, min(MAX_BATCH, len(items) // (workers * 8)))
     batches = [largest_first[start:start + batch_size] for start in range(0, len(largest_first), batch_size)]
-    pool = ProcessPoolExecutor(workers, mp_context=_pool_context(), initializer=initializer,
-                               initargs=(engine, started, os.getpid()))
+    forked = context.get_start_method() == "fork"
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=initializer,
+                               initargs=(engine, started, os.getpid() if forked else None))
     try:
         futures = [pool.submit(task, batch, *args) for batch in batches]
         for future in futures:
@@ -252,7 +274,7 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _start_fix_worker(engine: Engine, started, parent: int) -> None:
+def _start_fix_worker(engine: Engine, started, parent: Optional[int]) -> None:
     _ignore_interrupts()
     _start_worker(engine, started, parent)
 

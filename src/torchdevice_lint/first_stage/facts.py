@@ -288,8 +288,28 @@ def _strings_of(node: ast.expr) -> Tuple[Tuple[str, ast.expr], ...]:
     kind = type(node)
     if kind is ast.IfExp:
         return _strings_of(node.body) + _strings_of(node.orelse)
+    template = _template_head(node)
+    if template is not None:
+        return ((template, node),)
     text = literal_string(node) if kind is ast.Constant else fstring_head(node) if kind is ast.JoinedStr else None
     return () if text is None else ((text, node),)
+
+
+def _template_head(node: ast.expr) -> Optional[str]:
+    """The text a string built at run time starts with: ``"cuda:{}".format(rank)`` and
+    ``"cuda:" + str(rank)`` (read like the leading text of an f-string)."""
+    kind = type(node)
+    if kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "format":
+        template = node.func.value
+        if type(template) is ast.Constant and type(template.value) is str:
+            return template.value.split("{", 1)[0]
+    elif kind is ast.BinOp and type(node.op) is ast.Add:
+        head = node.left
+        while type(head) is ast.BinOp and type(head.op) is ast.Add:
+            head = head.left
+        if type(head) is ast.Constant and type(head.value) is str:
+            return head.value
+    return None
 
 
 def _shape(node: ast.expr) -> Optional[str]:

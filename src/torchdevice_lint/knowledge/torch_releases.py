@@ -119,11 +119,21 @@ def binding_imports(settings: "Settings") -> List[ImportSpec]:
 
 def no_fix_note(target: str, name: str) -> str:
     """What a finding adds when its rewrite would write ``name``, which torch ``target`` lacks:
-    the finding then offers no fix."""
+    the finding then offers no fix. ``withheld_for_target`` reads it back."""
     return (
         f"; no fix for the target torch {target}: `{name}` needs torch {release_text(FIRST_RELEASE[name])} "
         "(set `target-torch-version`, or require a newer torch)"
     )
+
+
+_NO_FIX_NOTE = re.compile(r"; no fix for the target torch [^:]+: `([\w.]+)` needs torch (\d+\.\d+) ")
+
+
+def withheld_for_target(message: str) -> Optional[Tuple[str, str]]:
+    """``("torch.amp.GradScaler", "2.3")`` for a finding whose message carries ``no_fix_note``
+    (from cached findings too); None for any other finding."""
+    match = _NO_FIX_NOTE.search(message)
+    return (match.group(1), match.group(2)) if match else None
 
 
 def release_text(release: Release) -> str:

@@ -59,6 +59,14 @@ class Settings:
     respect_gitignore: bool = True
     #: Apply the excludes to files named on the command line too (pre-commit passes names).
     force_exclude: bool = False
+    #: Codes whose fixes may be applied (ruff's ``fixable``/``unfixable``; the more specific
+    #: prefix wins, ``unfixable`` wins ties): the others keep their fix as a suggestion only.
+    fixable: Sequence[str] = ("ALL",)
+    unfixable: Sequence[str] = ()
+    #: ``check``'s report format when ``--output-format`` is not given (None: ``full``).
+    output_format: Optional[str] = None
+    #: Where results are cached (``cache-dir``, relative to ``root``); None: the default place.
+    cache_dir: Optional[str] = None
     #: Directory that relative per-file-ignores and exclude patterns are matched against.
     root: str = "."
     #: CPU seconds one file may take to check or fix before it gets an error and the run goes
@@ -100,6 +108,9 @@ class Settings:
         if selected <= ignored:
             return False
         return default_enabled or selected > len("TDV")
+
+    def is_fixable(self, code: str) -> bool:
+        return _longest_prefix(code, self.fixable) > _longest_prefix(code, self.unfixable)
 
     def ignores_for(self, path: str) -> List[str]:
         relative = relative_path(path, self.root)

@@ -165,6 +165,9 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
     def names_device(self, literal: cst.BaseExpression) -> bool:
         return literal_backend(literal) is not None
 
+    def names_template(self, head: str) -> bool:
+        return False
+
     def message_for(self, literal: cst.BaseExpression, text: str) -> str:
         hardware = OTHER_BACKENDS[literal_backend(literal)]
         return self.message.format(text, hardware.split(" (")[0], hardware)

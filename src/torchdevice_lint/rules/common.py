@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING, FrozenSet, Optional
+from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple
 
 from ..engine.rule import Rule
 from ..knowledge.backends import availability_expression
@@ -48,6 +48,28 @@ def names_cuda_device(text: str, formatted: bool) -> bool:
     if formatted:
         return text.startswith("cuda:")
     return text == "cuda" or (text.startswith("cuda:") and text[5:].isdigit())
+
+
+def built_string(
+    ctx: "FileContext", literal: cst.BaseExpression, names_device: Callable[[str], bool]
+) -> Optional[Tuple[cst.BaseExpression, int]]:
+    """The string built at run time from the literal being visited (``.format(...)`` on it, or
+    ``+`` after it) and the depth of its parent above the literal, when ``names_device`` takes
+    the text it starts with."""
+    text = string_value(literal)
+    if text is None or isinstance(literal, cst.FormattedString):
+        return None
+    parent = ctx.parent(1)
+    if isinstance(parent, cst.Attribute) and parent.value is literal and parent.attr.value == "format":
+        call = ctx.parent(2)
+        if isinstance(call, cst.Call) and call.func is parent and names_device(text.split("{", 1)[0]):
+            return call, 3
+        return None
+    built, depth = literal, 1
+    while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add) and parent.left is built:
+        built, depth = parent, depth + 1
+        parent = ctx.parent(depth)
+    return (built, depth) if built is not literal and names_device(text) else None
 
 
 def may_name_cuda(text: str) -> bool:

@@ -12,12 +12,14 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
+    built_string,
     display_only,
     fresh_args,
     is_cuda_string,
     is_keyword,
     may_name_cuda,
     method_name,
+    names_cuda_device,
     positional,
 )
 
@@ -89,17 +91,6 @@ class CudaMethodCall(Rule):
                 'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
                 "x = torch.ones(2).to(device)\n"
             ),
-        ),
-        # the binding names only what the target torch has: before 1.12 no torch.backends.mps
-        Invalid(
-            "import torch\nx = torch.ones(2).cuda()\n",
-            fixed=(
-                "import torch\n"
-                "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-                "x = torch.ones(2).to(device)\n"
-            ),
-            config={"target-torch-version": "1.8"},
         ),
         Invalid(
             "import torch\n\ndef run(model, batch, device):\n    model.cuda()\n    return model(batch.cuda(non_blocking=True))\n",
@@ -294,6 +285,8 @@ class HardcodedCudaDevice(Rule):
         Valid('import torch\nwith torch.autocast("cuda"):\n    pass\nbackend = "cuda"\n'),
         Valid('import torch\nx = torch.ones(2)\nif x.is_cuda:\n    y = torch.zeros(2, device="cuda")\n'),
         Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
+        # built strings that are no device: a message, a name
+        Valid('import torch\nprint("cuda: {} MB".format(mb))\nlog(tag="cuda:" + name)\nx = torch.ones(1).to("cuda_{}".format(i) and dev)\n'),
         Valid(
             'import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n'
             '    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'
@@ -312,12 +305,6 @@ class HardcodedCudaDevice(Rule):
         Invalid(
             'import torch\ndevice = torch.device("cuda:0")\n',
             fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n',
-        ),
-        # torch.backends.mps arrived in 1.12: an older target torch falls back to the CPU alone
-        Invalid(
-            'import torch\ndevice = torch.device("cuda:0")\n',
-            fixed='import torch\ndevice = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")\n',
-            config={"target-torch-version": "1.8"},
         ),
         Invalid(
             'import torch\n\ndef make(n, device):\n    return torch.zeros(n, device="cuda")\n',
@@ -352,6 +339,18 @@ class HardcodedCudaDevice(Rule):
                 'state = torch.load("ckpt.pt", map_location=device)\n'
             ),
         ),
+        # a device string built at run time (hifi-gan, swav)
+        Invalid(
+            "import torch\n\ndef train(rank):\n    device = torch.device('cuda:{:d}'.format(rank))\n",
+            fixed=(
+                "import torch\n\ndef train(rank):\n    device = torch.device('cuda:{:d}'.format(rank) if torch.cuda.is_available() "
+                "else 'mps' if torch.backends.mps.is_available() else 'cpu')\n"
+            ),
+        ),
+        Invalid(
+            'import torch\n\ndef restore(path, gpu, device):\n    return torch.load(path, map_location="cuda:" + str(gpu))\n',
+            fixed='import torch\n\ndef restore(path, gpu, device):\n    return torch.load(path, map_location=device)\n',
+        ),
         # `--no_cuda` is off by default: the else arm, CUDA, is what runs (3D-ResNets)
         Invalid(
             'import torch\np.add_argument("--no_cuda", action="store_true")\nopt = p.parse_args()\n'
@@ -379,12 +378,19 @@ class HardcodedCudaDevice(Rule):
         self._check(node)
 
     def _check(self, literal: cst.BaseExpression) -> None:
-        if self.ctx.guarded or not self.names_device(literal):
+        if self.ctx.guarded:
             return
         ctx = self.ctx
+        depth, holder = 1, literal
+        if not self.names_device(literal):
+            template = built_string(ctx, literal, self.names_template)
+            if template is None:
+                return
+            # `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`: the built string is the literal
+            literal, depth = template
+            holder = literal
         # `"cuda" if opt.cuda else "cpu"`, `"cpu" if opt.no_cuda else "cuda"` (a condition that is
         # no guard: a guard's arm is not visited as unguarded) is used like the literal
-        depth, holder = 1, literal
         while isinstance(ctx.parent(depth), cst.IfExp) and holder in (ctx.parent(depth).body, ctx.parent(depth).orelse):
             holder, depth = ctx.parent(depth), depth + 1
         parent = ctx.parent(depth)
@@ -409,6 +415,10 @@ class HardcodedCudaDevice(Rule):
     def names_device(self, literal: cst.BaseExpression) -> bool:
         return is_cuda_string(literal)
 
+    def names_template(self, head: str) -> bool:
+        """Whether a string built from a template that starts with ``head`` names a device."""
+        return names_cuda_device(head, True)
+
     def message_for(self, literal: cst.BaseExpression, text: str) -> str:
         return self.message.format(text)
 
@@ -417,8 +427,8 @@ class HardcodedCudaDevice(Rule):
         return availability_check(self.ctx)
 
     def fallback_for(self, quote: str) -> str:
-        """Where a device defined by the literal goes when its backend is missing: MPS, then the
-        CPU; the CPU alone for a target torch without MPS (before 1.12)."""
+        """Where a device defined by the literal goes when its backend is missing: MPS (from
+        torch 1.12), then the CPU."""
         mps = availability_check(self.ctx, "mps")
         return f"{quote}mps{quote} if {mps} else {quote}cpu{quote}" if mps else f"{quote}cpu{quote}"
 
