@@ -10,6 +10,7 @@ import ast
 import io
 import keyword
 import os
+import re
 import tokenize
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
