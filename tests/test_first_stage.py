@@ -188,6 +188,19 @@ def test_facts_reach_code_in_match_statements():
         ("TDV201", "import torch as th\nx = th.cuda.FloatTensor(3)\n", True),
         ("TDV202", 'import torch\n"""Works like torch.cuda.FloatTensor."""\n', False),
         ("TDV202", 'import torch\ny = x.type("torch.cuda.FloatTensor")\n', True),
+        ("TDV302", "import torch\n\n@torch.cuda.amp.custom_fwd\ndef forward(ctx, x):\n    return x\n", True),
+        ("TDV302", "from torch.backends.cuda import sdp_kernel\nwith sdp_kernel(enable_math=False):\n    pass\n", True),
+        ("TDV304", "import torch\nv = torch.version.git_version.split('.')\n", False),
+        ("TDV304", "from torch.version import cuda\nmajor = cuda.split('.')[0]\n", True),
+        ("TDV305", "import torch\nn = len(devices)\nper_device = batch // n\n", False),
+        ("TDV305", "import torch as th\nn_gpu = th.cuda.device_count()\nper_gpu = batch // n_gpu\n", True),
+        ("TDV306", "import torch\nms = start.elapsed_time(end)\n", False),
+        (
+            "TDV306",
+            "from torch.cuda import Event\na, b = Event(enable_timing=True), Event(enable_timing=True)\n"
+            "a.record()\nb.record()\nms = a.elapsed_time(b)\n",
+            True,
+        ),
     ],
 )
 def test_narrow_triggers_pass_the_first_stage_where_their_rule_reports_and_nowhere_else(code, source, reported):

@@ -16,6 +16,7 @@ import pytest
 from torchdevice_lint import cli
 from torchdevice_lint.app.editor import Projects, check_buffer
 from torchdevice_lint.knowledge.torch_releases import FIRST_RELEASE, has, torch_names
+from torchdevice_lint.model.fixes import Applicability
 from torchdevice_lint.model.settings import parse_version
 
 TRAIN = "import torch\n\nscaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    x = torch.zeros(3).cuda()\n"
@@ -86,10 +87,11 @@ def test_what_remains_is_named_with_the_reason_and_the_targets_are_summed_up(mon
     assert "6 findings remain after the fixes (TDV302 x6)" in err
     assert (
         "projA/train.py:5:10: TDV302 has no fix for the target torch 1.8 (requirements.txt:1: torch==1.8.0): "
-        "`torch.amp.GradScaler` needs torch 2.3. If the code need not run on older torch, "
-        'set target-torch-version = "2.3" in [tool.torchdevice-lint] or pass --target-torch-version 2.3.'
+        "Use `torch.amp.GradScaler(device.type, ...)` (needs `target-torch-version` 2.3). If the code need not run on "
+        'older torch, set target-torch-version = "2.3" in [tool.torchdevice-lint] or pass --target-torch-version 2.3.'
     ) in err.splitlines()
-    assert "projD/train.py:6:6: TDV302 has no fix for the target torch 1.9 (setup.py install_requires: torch>=1.9,<2): `torch.autocast` needs torch 1.10." in err
+    assert "projD/train.py:6:6: TDV302 has no fix for the target torch 1.9 (setup.py install_requires: torch>=1.9,<2): " in err
+    assert "(needs `target-torch-version` 1.10)" in err
     assert err.splitlines()[-4:] == [
         "Target torch per project (fixes write only names it has):",
         "  1.8: projA/requirements.txt:1: torch==1.8.0; projC/environment.yml: pytorch=1.8.1",
@@ -117,7 +119,8 @@ def findings_by_project(run, monorepo, *args):
 def test_check_and_its_cache_answer_per_project(monorepo, run):
     fresh = findings_by_project(run, monorepo)
     assert fresh["projB"] == [("TDV302", "safe"), ("TDV302", "safe"), ("TDV101", "unsafe")]
-    assert fresh["projA"] == fresh["projC"] == fresh["projD"] == [("TDV302", None), ("TDV302", None), ("TDV101", "unsafe")]
+    # the AMP fixes their torch lacks are suggestions that name the release they need
+    assert fresh["projA"] == fresh["projC"] == fresh["projD"] == [("TDV302", "display-only"), ("TDV302", "display-only"), ("TDV101", "unsafe")]
     assert findings_by_project(run, monorepo) == fresh  # from the cache: one file per target torch
     assert len(list((monorepo / "cache").glob("results-*.json"))) == 3
 
@@ -131,19 +134,21 @@ def test_an_explicit_target_in_the_governing_configuration_wins(monorepo, run):
 
 
 def test_the_flake8_plugin_judges_each_file_for_its_project(monorepo):
+    """flake8 shows messages only: a TDV303 finding's message says when the project's torch has
+    no availability check for the backend (``torch.xpu`` came in 2.4)."""
+    for name in PROJECTS:
+        (monorepo / name / "dist.py").write_text('import torch.distributed as dist\n\ndist.init_process_group("xccl")\n')
     result = subprocess.run(
-        [sys.executable, "-m", "flake8", "--select", "TDV302", "--format", "%(path)s %(code)s %(text)s", "."],
+        [sys.executable, "-m", "flake8", "--select", "TDV303", "--format", "%(path)s %(text)s", "."],
         cwd=monorepo, capture_output=True, text=True,
     )
-    lines = sorted(line for line in result.stdout.splitlines() if "GradScaler" in line)
-    assert lines == [
-        "./projA/train.py TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 1.8: "
-        "`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)",
-        "./projB/train.py TDV302 `torch.cuda.amp.GradScaler` is deprecated and CUDA-only; use `torch.amp.GradScaler` with a device type",
-        "./projC/train.py TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 1.8: "
-        "`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)",
-        "./projD/train.py TDV302 `torch.cuda.amp.GradScaler` is CUDA-only; no fix for the target torch 1.9: "
-        "`torch.amp.GradScaler` needs torch 2.3 (set `target-torch-version`, or require a newer torch)",
+    found = "`\"xccl\"` makes `init_process_group` use XCCL, which needs Intel GPUs: it fails on a CPU-only machine or a Mac"
+    lacking = "; no fix for the target torch {}: `torch.xpu.is_available` needs torch 2.4 (set `target-torch-version`, or require a newer torch)"
+    assert sorted(result.stdout.splitlines()) == [
+        f"./projA/dist.py {found}{lacking.format('1.8')}",
+        f"./projB/dist.py {found}",
+        f"./projC/dist.py {found}{lacking.format('1.8')}",
+        f"./projD/dist.py {found}{lacking.format('1.9')}",
     ]
 
 
@@ -155,7 +160,7 @@ def test_the_editor_offers_each_file_the_fixes_of_its_project(monorepo):
         engine, error = projects.engine_for(path)
         assert error is None
         checked = check_buffer(engine, f"file://{path}", path, TRAIN)
-        fixes[name] = [finding.fix is not None for _, finding in checked.findings]
+        fixes[name] = [finding.fix is not None and finding.fix.applicability is not Applicability.DISPLAY_ONLY for _, finding in checked.findings]
     assert fixes == {"projA": [False, False, True], "projB": [True, True, True], "projC": [False, False, True], "projD": [False, False, True]}
     assert projects.engine_for(str(monorepo / "projA" / "train.py"))[0] is projects.engine_for(str(monorepo / "projC" / "x.py"))[0]
 

@@ -245,3 +245,32 @@ def test_show_settings_says_where_the_target_came_from(tmp_path, monkeypatch, ca
     monkeypatch.chdir(tmp_path)
     assert cli.lint_main(["check", "--show-settings", *args, "train.py"]) == 0
     assert shown in capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    "source, target, suggestion",
+    [
+        (
+            "import torch\nwith torch.cuda.amp.autocast():\n    pass\n", "1.9",
+            'Use `torch.autocast("cuda", ...)` (needs `target-torch-version` 1.10)',
+        ),
+        (
+            "import torch\nwith torch.backends.cuda.sdp_kernel(enable_flash=False):\n    pass\n", "2.3",
+            "Use `torch.nn.attention.sdpa_kernel([...])` (needs `target-torch-version` 2.4)",
+        ),
+        (
+            "import torch\nstart = torch.Event(enable_timing=True)\nend = torch.Event(enable_timing=True)\n"
+            "start.record()\nend.record()\nprint(start.elapsed_time(end))\n", "2.5",
+            "Time on the host: `time.perf_counter()` after synchronizing the device (needs `target-torch-version` 2.6)",
+        ),
+    ],
+)
+def test_a_fix_the_target_torch_lacks_names_the_release_it_needs(source, target, suggestion):
+    from torchdevice_lint import api
+    from torchdevice_lint.app.config import settings_from_table
+    from torchdevice_lint.model.fixes import target_needed
+
+    settings = settings_from_table({"select": ["TDV302", "TDV306"], "target-torch-version": target})
+    [finding] = api.engine(settings).check_source("train.py", source).findings
+    assert finding.fix.message == suggestion
+    assert target_needed(finding.fix.message) == suggestion.rsplit(" ", 1)[1].rstrip(")")

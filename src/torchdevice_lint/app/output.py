@@ -14,7 +14,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 from ..knowledge.torch_releases import binding_expression
 from ..model.findings import FileResult, Finding, position_key
 from ..knowledge.torch_releases import withheld_for_target
-from ..model.fixes import Applicability
+from ..model.fixes import Applicability, target_needed
 from ..model.settings import Settings
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
@@ -320,14 +320,18 @@ def fix_summary(results: Iterable, remaining: Sequence[FileResult], preview: boo
 def _withheld_for_target(findings: Sequence[Finding], settings_of: Callable[[str], Settings]) -> List[str]:
     lines = []
     for f in findings:
+        # Two forms: a finding whose message says no rewrite exists for the target (the release
+        # table's note), or one whose suggestion names the release its fix needs.
         withheld = withheld_for_target(f.message)
-        if withheld is None:
+        suggested = target_needed(f.fix.message) if f.fix and withheld is None else None
+        if withheld is None and suggested is None:
             continue
-        name, needed = withheld
+        reason = f"`{withheld[0]}` needs torch {withheld[1]}" if withheld else printable(f.fix.message)
+        needed = withheld[1] if withheld else suggested
         settings = settings_of(f.filename)
         lines.append(
             f"{f.where}: {f.code} has no fix for the target torch {settings.target_torch_version} "
-            f"({settings.target_torch_source}): `{name}` needs torch {needed}. If the code need not run on older "
+            f"({settings.target_torch_source}): {reason}. If the code need not run on older "
             f'torch, set target-torch-version = "{needed}" in [tool.torchdevice-lint] or pass --target-torch-version {needed}.'
         )
     return lines

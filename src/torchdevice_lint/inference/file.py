@@ -10,7 +10,7 @@ forget what was known about it.
 
 The result of a file's analysis is a list of events (``.numpy()`` on a device tensor, an
 operation mixing a device tensor with a non-0-dim CPU tensor, a float64 tensor made on a
-device) that the rules in ``dataflow.py`` and ``dtypes.py`` turn into findings and fixes. It
+device) that the rules in ``dataflow.py`` and ``device_tensors.py`` turn into findings and fixes. It
 reads CPython's ``ast``: the first stage runs it once per file (``first_stage.triggers.Inferred``), and
 only a file where it finds something is parsed with LibCST for those rules (``engine/bridge.py``).
 """

@@ -43,7 +43,9 @@ FIRST_RELEASE: Dict[str, Release] = {
     "torch.device": (0, 4),
     "torch.tensor": (0, 4),
     "torch.empty": (0, 4),
-    "torch.cuda.is_available": (0, 4),  # older still; the table claims nothing before 0.4
+    "torch.cuda.is_available": (0, 4),  # these three are older still; the table claims nothing before 0.4
+    "torch.cuda.synchronize": (0, 4),
+    "torch.version.cuda": (0, 4),
     **{f"torch.{dtype}": (0, 4) for dtype in _DTYPES},
     "torch.bool": (1, 2),
     "torch.bfloat16": (1, 3),
@@ -56,6 +58,12 @@ FIRST_RELEASE: Dict[str, Release] = {
     "torch.amp.custom_fwd": (2, 4),  # with ``device_type=``
     "torch.amp.custom_bwd": (2, 4),
     "torch.xpu.is_available": (2, 4),
+    # ``sdpa_kernel`` came in 2.3 (pytorch#114689); the members TDV302 names are dated with it,
+    # ``CUDNN_ATTENTION`` with 2.4 (no earlier than any release that has them)
+    "torch.nn.attention.sdpa_kernel": (2, 3),
+    **{f"torch.nn.attention.SDPBackend.{member}": (2, 3) for member in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "MATH")},
+    "torch.nn.attention.SDPBackend.CUDNN_ATTENTION": (2, 4),
+    "torch.distributed.get_default_backend_for_device": (2, 6),
     **{f"torch.accelerator.{name}": (2, 6) for name in _ACCELERATOR_BASICS},
     "torch.accelerator.current_device_index": (2, 7),
     "torch.accelerator.set_device_index": (2, 7),

@@ -7,6 +7,7 @@ needs), so neither has to import the other.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
@@ -58,3 +59,19 @@ class Fix:
     removable_imports: Sequence[ImportSpec] = ()
     # True when the fix refers to the module-level device binding the fixer inserts.
     needs_device_binding: bool = False
+
+
+#: The end of a suggestion a rule gives instead of a fix the target torch lacks; the fixer's
+#: summary reads the version back (from cached findings too) to say why a finding remains.
+_NEEDS_TARGET = re.compile(r" \(needs `target-torch-version` (\d+(?:\.\d+)*)\)$")
+
+
+def needs_target(title: str, since: tuple) -> str:
+    """``"Use X (needs `target-torch-version` 2.3)"``: a suggestion withheld for the target."""
+    return f"{title} (needs `target-torch-version` {'.'.join(str(part) for part in since)})"
+
+
+def target_needed(fix_message: str) -> Optional[str]:
+    """The torch release a withheld fix needs (``"2.3"``), None for any other suggestion."""
+    match = _NEEDS_TARGET.search(fix_message)
+    return match.group(1) if match else None

@@ -7,15 +7,15 @@ from typing import Dict, List, Type
 
 from ..engine.rule import Rule
 from . import (
+    amp,
     backend_api,
     backends,
     dataflow,
-    default_device,
     device_index,
+    device_queries,
+    device_tensors,
     distributed,
-    dtypes,
     hints,
-    host_transfer,
     legacy_types,
     noqa,
     placement,
@@ -23,8 +23,8 @@ from . import (
 )
 
 FAMILIES = (
-    placement, default_device, device_index, backends, legacy_types, backend_api, distributed, serialization,
-    host_transfer, dataflow, dtypes, hints, noqa,
+    placement, device_index, backends, legacy_types, backend_api, amp, device_queries, distributed, serialization,
+    device_tensors, dataflow, hints, noqa,
 )
 
 

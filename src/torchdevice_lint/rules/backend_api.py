@@ -1,18 +1,21 @@
 """Backend APIs (``torch.cuda``, ``torch.mps``, ``torch.xpu``, ``torch.accelerator``) that raise
-where their backend is missing, and deprecated CUDA-only spellings."""
+where their backend is missing (TDV301), and timing with device events (TDV306), whose fix
+rewrites the whole idiom. The deprecated device-bound spellings (TDV302) are in ``amp.py``."""
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..knowledge.backends import availability_expression, missing_text
-from ..knowledge.torch_releases import newest_available
-from ..model.fixes import Applicability, ImportSpec
+from ..knowledge.backends import missing_text
+from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import source_of
-from .common import display_only, fresh_args, guard_statement_fix, keyword_arg, no_fix_for_target
+from ..knowledge.value_checks import assigned_values, name_uses
+from ..syntax.cst_nodes import dotted_name, source_of
+from .common import availability_check, display_only, guard_statement_fix
+from .device_queries import parenthesized
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
 RAISING_CUDA_CALLS = {
@@ -189,14 +192,6 @@ class UnguardedCudaApi(Rule):
         Invalid(
             "import torch\ntorch.accelerator.synchronize()\n",
             fixed="import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
-            config={"target-torch-version": "2.6"},
-        ),
-        # the guard is a name too: a target torch without `torch.accelerator` gets a suggestion
-        Invalid(
-            "import torch\ntorch.accelerator.synchronize()\n",
-            fixed=None,
-            applicability=Applicability.DISPLAY_ONLY,
-            config={"target-torch-version": "2.5"},
         ),
         # a CUDA check says nothing about MPS
         Invalid(
@@ -220,200 +215,285 @@ class UnguardedCudaApi(Rule):
         backend, leaf = found
         suggestion = RAISING_CUDA_CALLS[leaf] if backend == "cuda" else "a guard"
         fix = guard_statement_fix(self, node, self.fix_title, backend) or display_only(self, f"Use {suggestion}")
-        check = availability_expression(backend, self.ctx.torch_reference())
+        check = availability_check(self.ctx, backend)
         self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 
-#: What each deprecated ``torch.cuda.amp`` call becomes, newest spelling first; the first the
-#: target torch has is written (``knowledge/torch_releases.py``).
-AMP_REPLACEMENTS = {
-    "autocast": ("torch.amp.autocast", "torch.autocast"),
-    "GradScaler": ("torch.amp.GradScaler",),
-}
+#: Event classes and the device whose synchronisation the host timing needs. ``torch.Event``
+#: follows the current accelerator, and the CPU backend refuses its ``record()``.
+EVENT_CLASSES = {"torch.cuda.Event": "cuda", "torch.Event": "accelerator"}
+#: ``torch.accelerator.synchronize`` came in 2.6.
+ACCELERATOR_SINCE = (2, 6)
 
 
-class CudaAmpApi(Rule):
-    code = "TDV302"
-    name = "cuda-amp-api"
-    message = "`torch.cuda.amp.{0}` is deprecated and CUDA-only; use `{1}` with a device type"
-    #: For a target torch older than any device-generic spelling.
-    message_before_replacement = "`torch.cuda.amp.{0}` is CUDA-only"
-    fix_title = 'Use `torch.{}("cuda", ...)`'
-    fix_safety = Applicability.SAFE
-    what = "Checks for `torch.cuda.amp.autocast(...)` and `torch.cuda.amp.GradScaler(...)`."
+@dataclass
+class _TimingIdiom:
+    """The events of one measurement and every statement of theirs the host timing rewrites."""
+
+    backend: str
+    names: Set[str]
+    creations: List[cst.Call] = field(default_factory=list)
+    records: List[cst.SimpleStatementLine] = field(default_factory=list)
+    waits: List[cst.SimpleStatementLine] = field(default_factory=list)
+    readings: List[cst.Call] = field(default_factory=list)
+    #: Operator expressions around each reading (``x / start.elapsed_time(end)``): parenthesize.
+    inside_operators: Set[int] = field(default_factory=set)
+    rewritable: bool = True
+
+
+class CudaEventTiming(Rule):
+    code = "TDV306"
+    name = "cuda-event-timing"
+    message = "`{}` times with {} events, which raise on a machine without {}: time on the host"
+    fix_title = "Time on the host: `time.perf_counter()` after synchronizing the device"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks for timing with device events: `start.elapsed_time(end)` where both are "
+        "`torch.cuda.Event(...)` (or `torch.Event(...)`) that the code records, outside an "
+        "availability check. One finding per measurement; TDV301 reports the event's creation too."
+    )
     why = (
-        "Both are deprecated aliases that only know CUDA (they warn on every call). `torch.amp` "
-        "takes the device type, so the same line can later follow the run-time device."
+        "`torch.cuda.Event` cannot even be created without CUDA, and `torch.Event` does not help: "
+        "on a CPU-only machine its `record()` raises `cpu backend doesn't support events`. A "
+        "benchmark or a training loop that logs its step time stops there. A rule of its own, not "
+        "part of TDV301: a guard around the creation leaves every record and reading to raise, so "
+        "the fix rewrites the whole measurement at once."
     )
     fix_safety_note = (
-        'The fix writes `torch.amp.autocast("cuda", ...)` / `torch.amp.GradScaler("cuda", ...)`, '
-        "which behave exactly like the deprecated calls on every device. Where a device is at hand "
-        "(a `device` in scope, the input's device inside `forward`) the fix writes its type instead, "
-        "`torch.amp.autocast(device.type)` (`torch.device(device).type` when `device` may be a "
-        "string), so mixed precision follows the device: that fix is unsafe, because on the CPU "
-        "autocast then really computes in bfloat16 where the CUDA call was disabled. "
-        "The target torch (`target-torch-version`) decides the spelling: `torch.amp.autocast` from "
-        "1.12, `torch.autocast` from 1.10; `torch.amp.GradScaler` needs torch 2.3. Below that the "
-        "finding says so and offers no fix."
+        "Unsafe: the fix rewrites the idiom to host timing. Each event becomes a float, each "
+        "`record()` becomes `if torch.cuda.is_available(): torch.cuda.synchronize()` followed by "
+        "`start = time.perf_counter()`, each `event.synchronize()` that synchronisation, and "
+        "`start.elapsed_time(end)` becomes `(end - start) * 1000` (milliseconds, as before). On a "
+        "GPU this measures wall time around synchronisations instead of the stream's own clock, "
+        "and the stream a `record(stream)` named is dropped. `torch.Event` needs "
+        "`torch.accelerator` (2.6) for its synchronisation; below it the fix is a suggestion. No fix "
+        "where the events are used in any other way (stored, passed on, queried)."
     )
-    triggers = Triggers(names=[f"torch.cuda.amp.{leaf}" for leaf in AMP_REPLACEMENTS])
+    triggers = Resolved(list(EVENT_CLASSES), calls=True) & Triggers(calls="elapsed_time")
     valid = (
-        Valid('import torch\nwith torch.amp.autocast("cuda"):\n    pass\n'),
-        Valid('import torch\nscaler = torch.amp.GradScaler("cuda")\n'),
-        Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
-        Valid("import torch\nwith torch.autocast(device_type=device.type):\n    pass\n"),
+        Valid(
+            "import torch\nif torch.cuda.is_available():\n    start = torch.cuda.Event(enable_timing=True)\n"
+            "    end = torch.cuda.Event(enable_timing=True)\n    start.record()\n    end.record()\n"
+            "    print(start.elapsed_time(end))\n"
+        ),
+        Valid("import time\nstart = time.perf_counter()\nelapsed = time.perf_counter() - start\n"),
+        # another library's timer with an elapsed_time method
+        Valid("import torch\ntimer = Timer()\ntimer.start()\nprint(timer.elapsed_time(timer))\n"),
+        Valid(
+            "import pytest\nimport torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='gpu')\n"
+            "def test_speed():\n    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)\n"
+            "    a.record()\n    b.record()\n    assert a.elapsed_time(b) >= 0\n"
+        ),
     )
     invalid = (
         Invalid(
-            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            fixed='import torch\nwith torch.amp.autocast("cuda"):\n    y = model(x)\n',
+            "import torch\n\ndef bench(fn):\n    start = torch.cuda.Event(enable_timing=True)\n"
+            "    end = torch.cuda.Event(enable_timing=True)\n    start.record()\n    fn()\n    end.record()\n"
+            "    end.synchronize()\n    return start.elapsed_time(end) / 1000\n",
+            fixed=(
+                "import torch\nimport time\n\ndef bench(fn):\n    start = 0.0\n    end = 0.0\n"
+                "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n    start = time.perf_counter()\n"
+                "    fn()\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n    end = time.perf_counter()\n"
+                "    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n    return (end - start) * 1000 / 1000\n"
+            ),
+        ),
+        # EleutherAI/gpt-neox@ea7aefd megatron/devutil.py:37-47: recorded in a closure
+        Invalid(
+            "import torch\n\ndef monitor(metric, fn):\n    start_event = torch.cuda.Event(enable_timing=True)\n"
+            "    end_event = torch.cuda.Event(enable_timing=True)\n\n    def timed():\n        start_event.record()\n"
+            "        fn()\n        end_event.record()\n        metric.append(1 / start_event.elapsed_time(end_event))\n"
+            "    return timed\n",
+            fixed=(
+                "import torch\nimport time\n\ndef monitor(metric, fn):\n    start_event = 0.0\n    end_event = 0.0\n\n"
+                "    def timed():\n        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
+                "        start_event = time.perf_counter()\n        fn()\n        if torch.cuda.is_available():\n"
+                "            torch.cuda.synchronize()\n        end_event = time.perf_counter()\n"
+                "        metric.append(1 / ((end_event - start_event) * 1000))\n    return timed\n"
+            ),
+        ),
+        # NVlabs/stylegan2-ada-pytorch@d72cc7d training/training_loop.py:213-386: attributes, streams, None checks
+        Invalid(
+            "import torch\nfor phase in phases:\n    phase.start_event = None\n    if rank == 0:\n"
+            "        phase.start_event = torch.cuda.Event(enable_timing=True)\n        phase.end_event = torch.cuda.Event(enable_timing=True)\n"
+            "for phase in phases:\n    if phase.start_event is not None:\n        phase.start_event.record(torch.cuda.current_stream(device))\n"
+            "    phase.end_event.record(torch.cuda.current_stream(device))\n"
+            "    value = phase.start_event.elapsed_time(phase.end_event)\n",
+            fixed=(
+                "import torch\nimport time\n\nfor phase in phases:\n    phase.start_event = None\n    if rank == 0:\n"
+                "        phase.start_event = 0.0\n        phase.end_event = 0.0\nfor phase in phases:\n"
+                "    if phase.start_event is not None:\n        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
+                "        phase.start_event = time.perf_counter()\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n"
+                "    phase.end_event = time.perf_counter()\n    value = (phase.end_event - phase.start_event) * 1000\n"
+            ),
         ),
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=use_amp)\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", enabled=use_amp)\n',
-        ),
-        # each target torch gets the spelling it has, or no fix and the reason
-        Invalid(
-            "import torch\nwith torch.cuda.amp.autocast(enabled=use_amp):\n    y = model(x)\n",
-            fixed='import torch\nwith torch.autocast("cuda", enabled=use_amp):\n    y = model(x)\n',
-            config={"target-torch-version": "1.10"},
+            "import torch\nstart, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)\nstart.record()\n"
+            "end.record()\nprint(start.elapsed_time(end))\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
         ),
         Invalid(
-            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            config={"target-torch-version": "1.8"},
-            offers_fix=False,
+            "import torch\nstart = torch.Event(enable_timing=True)\nend = torch.Event(enable_timing=True)\nstart.record()\n"
+            "end.record()\nprint(start.elapsed_time(end))\n",
+            fixed=(
+                "import torch\nimport time\n\nstart = 0.0\nend = 0.0\nif torch.accelerator.is_available():\n"
+                "    torch.accelerator.synchronize()\nstart = time.perf_counter()\nif torch.accelerator.is_available():\n"
+                "    torch.accelerator.synchronize()\nend = time.perf_counter()\nprint((end - start) * 1000)\n"
+            ),
+            config={"target-torch-version": "2.6"},
         ),
+        # events kept in a list: no rewrite (an attribute or keyword named like one is no use of it)
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
-            config={"target-torch-version": "2.2"},
-            offers_fix=False,
-        ),
-        Invalid(
-            "from torch.cuda.amp import autocast, GradScaler\n\nscaler = GradScaler()\nwith autocast(dtype=torch.float16):\n    pass\n",
-            fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", dtype=torch.float16):\n    pass\n',
-            count=2,
-        ),
-        # positional arguments keep their meaning: the new second slot is dtype
-        Invalid(
-            "import torch\nwith torch.cuda.amp.autocast(use_amp):\n    y = model(x)\n",
-            fixed='import torch\nwith torch.amp.autocast("cuda", enabled=use_amp):\n    y = model(x)\n',
-        ),
-        Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**16, 2.0, enabled=use_amp)\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", init_scale=2.0**16, growth_factor=2.0, enabled=use_amp)\n',
-        ),
-        Invalid(
-            "import torch as th\n\n@th.cuda.amp.autocast()\ndef forward(x):\n    return x\n",
-            fixed='import torch as th\n\n@th.amp.autocast("cuda")\ndef forward(x):\n    return x\n',
-        ),
-        # a device at hand: its type, so autocast follows the device (unsafe: CPU autocast is real)
-        Invalid(
-            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "scaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "scaler = torch.amp.GradScaler(device.type)\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",
-            applicability=Applicability.UNSAFE,
-            count=2,
-        ),
-        Invalid(
-            "import torch\n\ndef train(model, batch, device):\n    with torch.cuda.amp.autocast():\n        return model(batch)\n",
-            fixed='import torch\n\ndef train(model, batch, device):\n    with torch.amp.autocast(torch.device(device).type):\n        return model(batch)\n',
-            applicability=Applicability.UNSAFE,
-        ),
-        Invalid(
-            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.amp.autocast(enabled=False):\n            return self.head(x.float())\n",
-            fixed='import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.amp.autocast(x.device.type, enabled=False):\n            return self.head(x.float())\n',
-            applicability=Applicability.UNSAFE,
+            "import torch\nstart = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
+            "events = [start, end]\nstart.record()\nend.record()\nstream.end(end=1)\nprint(start.elapsed_time(end))\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
         ),
     )
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._reported: Set[tuple] = set()
+
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.qualname(node.func)
-        if name is None or not name.startswith("torch.cuda.amp."):
+        if not _reads(node) or node.args[0].star or self.ctx.guarded:
             return
-        leaf = name[len("torch.cuda.amp."):]
-        if leaf not in AMP_REPLACEMENTS:
+        start, end = dotted_name(node.func.value), dotted_name(node.args[0].value)
+        scope = self._scope(start) if start and end else None
+        if scope is None or self._scope(end) is not scope:
             return
-        written = newest_available(self.ctx.settings.target_version(), AMP_REPLACEMENTS[leaf])
-        if written is None:
-            message = self.message_before_replacement.format(leaf)
-            self.report(node, message + no_fix_for_target(self.ctx, AMP_REPLACEMENTS[leaf][-1]))
+        idiom = _timing_idiom(self.ctx, scope, start, end)
+        key = (id(scope), frozenset(idiom.names)) if idiom is not None else None
+        if key is None or key in self._reported:
             return
-        message = self.message.format(leaf, written)
-        title = self.fix_title.format(written[len("torch."):])
-        if any(a.star for a in node.args) or sum(1 for a in node.args if a.keyword is None) > len(OLD_AMP_POSITIONAL[leaf]):
-            self.report(node, message, display_only(self, title))
-            return
-        replacement = cst.parse_expression(self.ctx.torch_reference() + written[len("torch"):])
-        type_code = self._device_type()
-        device_type = cst.Arg(cst.parse_expression(type_code or '"cuda"'))
+        self._reported.add(key)
+        kind, machine = ("CUDA", "CUDA") if idiom.backend == "cuda" else ("`torch.Event`", "an accelerator")
+        message = self.message.format(source_of(node), kind, machine)
+        self.report(node, message, self._fix(idiom) or display_only(self, self.fix_title))
 
-        def replace(updated: cst.Call) -> cst.Call:
-            return updated.with_changes(func=replacement, args=[device_type] + _as_keywords(updated.args, leaf))
+    def _scope(self, name: str) -> Optional[cst.CSTNode]:
+        """Where the event ``name`` is created: the class for ``self.`` names, else the
+        innermost function around the reading (or the module) whose own statements create it."""
+        if name.startswith("self."):
+            return self.ctx.enclosing_class()
+        functions = [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
+        for scope in [*reversed(functions), self.ctx.module]:
+            if any(_event_class(self.ctx, value) for value in assigned_values(scope).get(name, ())):
+                return scope
+        return None
 
-        removable = ()
-        if isinstance(node.func, cst.Name):
-            local = node.func.value
-            removable = (ImportSpec("torch.cuda.amp", leaf, local if local != leaf else None),)
-        fix = self.make_fix(
-            {node: replace},
-            Applicability.UNSAFE if type_code else None,
-            message=f"Use `{written}({type_code}, ...)`" if type_code else title,
-            imports=self.ctx.torch_imports(),
-            removable_imports=removable,
-        )
-        self.report(node, message, fix)
-
-
-    def _device_type(self) -> Optional[str]:
-        """The type of a device already at hand, or None: ``device.type`` for a ``device``
-        bound to ``torch.device(...)``/``torch.accelerator``, ``torch.device(device).type`` for
-        one that may be a string, ``x.device.type`` inside ``forward``."""
-        choice = self.ctx.device_expression()
-        if choice.needs_binding or not all(part.isidentifier() for part in choice.code.split(".")):
+    def _fix(self, idiom: _TimingIdiom):
+        ctx = self.ctx
+        functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
+        clock_taken = ctx.aliases.get("time", "time") != "time" or any("time" in ctx.bound_names(f) for f in functions)
+        if clock_taken or not idiom.rewritable:
             return None
-        if choice.code.endswith(".device") or _binds_torch_device(self.ctx, choice.code):
-            return f"{choice.code}.type"
-        return f"{self.ctx.torch_reference()}.device({choice.code}).type"
+        if idiom.backend == "accelerator" and ctx.settings.target_version() < ACCELERATOR_SINCE:
+            return display_only(self, needs_target(self.fix_title, ACCELERATOR_SINCE))
+        torch_name, module = ctx.torch_reference(), idiom.backend
+        sync = cst.parse_statement(f"if {torch_name}.{module}.is_available():\n    {torch_name}.{module}.synchronize()\n")
+
+        def synchronized(updated: cst.SimpleStatementLine) -> cst.If:
+            return sync.with_changes(leading_lines=updated.leading_lines)
+
+        def clocked(updated: cst.SimpleStatementLine) -> cst.FlattenSentinel:
+            event = source_of(updated.body[0].value.func.value)
+            clock = cst.parse_statement(f"{event} = time.perf_counter()\n")
+            return cst.FlattenSentinel([synchronized(updated), clock.with_changes(trailing_whitespace=updated.trailing_whitespace)])
+
+        def interval(parenthesize: bool):
+            def replace(updated: cst.Call) -> cst.BaseExpression:
+                span = cst.parse_expression(f"({source_of(updated.args[0].value)} - {source_of(updated.func.value)}) * 1000")
+                return parenthesized(span) if parenthesize else span
+            return replace
+
+        replacements = {creation: (lambda _: cst.Float("0.0")) for creation in idiom.creations}
+        replacements.update({record: clocked for record in idiom.records})
+        replacements.update({wait: synchronized for wait in idiom.waits})
+        replacements.update({reading: interval(id(reading) in idiom.inside_operators) for reading in idiom.readings})
+        return self.make_fix(replacements, imports=[*ctx.torch_imports(), ImportSpec("time")])
 
 
-def _binds_torch_device(ctx, name: str) -> bool:
-    """Whether the module-level or innermost-function assignment of ``name`` is a
-    ``torch.device``: a ``torch.device(...)`` call or a ``torch.accelerator`` expression."""
-    function = ctx.enclosing_function()
-    scopes = [function.body] if function is not None and name in ctx.bound_names(function) else [ctx.module]
-    for block in scopes:
-        for statement in block.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
-                ):
-                    value = small.value
-                    if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.device":
-                        return True
-                    if isinstance(value, (cst.IfExp, cst.BooleanOperation)) and "current_accelerator" in source_of(value):
-                        return True
-    return False
+def _timing_idiom(ctx, scope: cst.CSTNode, start: str, end: str) -> Optional[_TimingIdiom]:
+    """The measurement ``start.elapsed_time(end)`` belongs to in ``scope`` (with the events other
+    readings chain to it), if both are events every assignment creates (or sets to None)."""
+    events: Dict[str, str] = {}
+    for name, values in assigned_values(scope, nested=True).items():
+        kinds = {_event_class(ctx, value) for value in values if not _is_none(value)}
+        if len(kinds) == 1 and None not in kinds:
+            events[name] = kinds.pop()
+    if start not in events or end not in events or events[start] != events[end]:
+        return None
+    idiom = _TimingIdiom(EVENT_CLASSES[events[start]], {start, end})
+    uses = name_uses(scope, set(events))
+    for use in uses:  # a measurement may chain several events: ``a.elapsed_time(b)``, ``b...(c)``
+        parents = use.parents
+        if len(parents) > 2 and isinstance(parents[0], cst.Attribute) and _reads(parents[1]):
+            pair = {use.name, dotted_name(parents[1].args[0].value)}
+            if idiom.names.intersection(pair) and pair <= set(events) and len({events[n] for n in pair}) == 1:
+                idiom.names.update(pair)
+    clocks: Dict[str, Set[int]] = {}
+    for use in uses:
+        if use.name in idiom.names:
+            _classify(ctx, idiom, use.node, use.parents)
+            if "." not in use.name and not isinstance(use.parents[0], cst.AssignTarget):
+                clocks.setdefault(use.name, set()).add(id(use.function))
+    # a bare name assigned in a nested function is that function's local: every read must be there
+    if any(len(functions) > 1 for functions in clocks.values()):
+        idiom.rewritable = False
+    return idiom
 
 
-# The deprecated signatures' positional parameters: ``torch.amp``'s take the device type first
-# and a different order (autocast's second slot is ``dtype``), so they move as keywords.
-OLD_AMP_POSITIONAL = {
-    "autocast": ("enabled", "dtype", "cache_enabled"),
-    "GradScaler": ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"),
-}
+def _classify(ctx, idiom: _TimingIdiom, node: cst.CSTNode, parents: tuple) -> None:
+    """Files one use of an event (``parents``: its ancestors, innermost first) with the idiom;
+    any use the host timing cannot take makes the idiom unrewritable."""
+    parent, grandparent, above = (parents + (None, None, None))[:3]
+    if isinstance(parent, cst.AssignTarget) and (_event_class(ctx, grandparent.value) or _is_none(grandparent.value)):
+        if not _is_none(grandparent.value):
+            idiom.creations.append(grandparent.value)
+        return
+    if isinstance(parent, cst.Comparison) and all(_is_none(target.comparator) for target in parent.comparisons):
+        return
+    if isinstance(parent, cst.Arg) and _reads(grandparent):
+        return  # the end event of a reading, rewritten with it
+    method = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
+    statement = _statement_of_call(parents)
+    if method == "elapsed_time" and _reads(grandparent):
+        idiom.readings.append(grandparent)
+        left_operand = isinstance(above, cst.BinaryOperation) and above.left is grandparent and not isinstance(above.operator, cst.Power)
+        if isinstance(above, (cst.BinaryOperation, cst.UnaryOperation, cst.Attribute, cst.Subscript)) and not left_operand:
+            idiom.inside_operators.add(id(grandparent))
+    elif method == "record" and statement is not None:
+        idiom.records.append(statement)
+    elif method in ("synchronize", "wait") and statement is not None and not grandparent.args:
+        idiom.waits.append(statement)
+    else:
+        idiom.rewritable = False
 
 
-def _as_keywords(args, leaf: str) -> list:
-    """Positional arguments of the old signature written as keywords of the new one."""
-    names = iter(OLD_AMP_POSITIONAL[leaf])
-    keyworded = [
-        arg if arg.keyword is not None else keyword_arg(next(names), arg.value)
-        for arg in args
-    ]
-    return fresh_args(keyworded)
+def _event_class(ctx, value) -> Optional[str]:
+    name = ctx.qualname(value.func) if isinstance(value, cst.Call) else None
+    return name if name in EVENT_CLASSES else None
 
 
-RULES = (UnguardedCudaApi, CudaAmpApi)
+def _reads(call) -> bool:
+    """``a.elapsed_time(b)``."""
+    method = call.func.attr.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
+    return method == "elapsed_time" and len(call.args) == 1 and call.args[0].keyword is None
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _statement_of_call(parents: tuple) -> Optional[cst.SimpleStatementLine]:
+    """The line ``event.method(...)`` stands alone on (``parents``: from the attribute up)."""
+    if len(parents) < 4:
+        return None
+    _, call, expression, line = parents[:4]
+    if isinstance(expression, cst.Expr) and expression.value is call and isinstance(line, cst.SimpleStatementLine):
+        return line if len(line.body) == 1 else None
+    return None
+
+
+RULES = (UnguardedCudaApi, CudaEventTiming)

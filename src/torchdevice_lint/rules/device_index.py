@@ -1,4 +1,7 @@
-"""Placement by integer index: ``.to(0)``, ``.to(local_rank)``, ``torch.device(0)``, ``device=0``.
+"""Devices named by constants that only hold with CUDA: a CUDA default device
+(``torch.set_default_device("cuda")``), a program that refuses to run without CUDA
+(``assert torch.cuda.is_available()``) and placement by integer index (``.to(0)``,
+``.to(local_rank)``, ``torch.device(0)``, ``device=0``).
 
 An integer device means "accelerator number N". On a CPU-only build of torch 2.13 each of these
 raises ``RuntimeError: Cannot access accelerator device when none is available.`` (constructing
@@ -12,11 +15,184 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
-from ..first_stage.triggers import Arguments
+from ..first_stage.triggers import Arguments, Triggers
+from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
+from ..knowledge.flags import mentions_availability
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
-from .common import availability_check, method_name, positional
+from .common import (
+    availability_check,
+    display_only,
+    guard_statement_fix,
+    is_cuda_string,
+    legacy_cuda_tensor,
+    method_name,
+    positional,
+)
+
+
+class CudaDefaultDevice(Rule):
+    code = "TDV103"
+    name = "cuda-default-device"
+    message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
+    fix_title = "Only set the CUDA default when CUDA is available"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `torch.set_default_tensor_type(torch.cuda.*Tensor)` and "
+        '`torch.set_default_device("cuda")`.'
+    )
+    why = (
+        "After either call every factory (`torch.zeros`, `torch.tensor`, ...) creates CUDA "
+        "tensors; on a CPU-only machine the call itself or the first factory raises."
+    )
+    fix_safety_note = "The fix wraps the call in `if torch.cuda.is_available():`; CUDA machines behave as before."
+    triggers = Triggers(names=("torch.set_default_tensor_type", "torch.set_default_device"))
+    valid = (
+        Valid("import torch\ntorch.set_default_tensor_type(torch.FloatTensor)\n"),
+        Valid('import torch\nif torch.cuda.is_available():\n    torch.set_default_device("cuda")\n'),
+        Valid('import torch\ntorch.set_default_device("cpu")\n'),
+        Valid("import torch\ntorch.set_default_dtype(torch.float64)\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+            fixed="import torch\nif torch.cuda.is_available():\n    torch.set_default_tensor_type(torch.cuda.FloatTensor)\n",
+        ),
+        Invalid(
+            'import torch\n\ndef setup():\n    torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
+            fixed='import torch\n\ndef setup():\n    if torch.cuda.is_available():\n        torch.set_default_tensor_type("torch.cuda.HalfTensor")\n',
+        ),
+        Invalid(
+            'import torch as th\nth.set_default_device("cuda:0")  # all new tensors on GPU\n',
+            fixed='import torch as th\nif th.cuda.is_available():\n    th.set_default_device("cuda:0")  # all new tensors on GPU\n',
+        ),
+        Invalid(
+            'from torch import set_default_device\nset_default_device("cuda")\n',
+            fixed='from torch import set_default_device\nimport torch\n\nif torch.cuda.is_available():\n    set_default_device("cuda")\n',
+        ),
+        Invalid(
+            'import torch\nok = torch.set_default_device("cuda") or True\n',
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.guarded or not node.args:
+            return
+        name = self.ctx.qualname(node.func)
+        value = node.args[0].value
+        if name == "torch.set_default_tensor_type":
+            hazard = legacy_cuda_tensor(self.ctx, value) is not None
+        elif name == "torch.set_default_device":
+            hazard = is_cuda_string(value) or (
+                isinstance(value, cst.Call)
+                and self.ctx.qualname(value.func) == "torch.device"
+                and bool(value.args)
+                and is_cuda_string(value.args[0].value)
+            )
+        else:
+            return
+        if not hazard:
+            return
+        message = self.message.format(source_of(node))
+        fix = guard_statement_fix(self, node, self.fix_title) or display_only(
+            self, "Call it only under `if torch.cuda.is_available():`"
+        )
+        self.report(node, message, fix)
+
+
+CUDA_AVAILABILITY = ("torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available")
+
+
+class CudaRequired(Rule):
+    code = "TDV309"
+    name = "cuda-required"
+    message = "`{}` refuses to run without CUDA, so the program stops on a CPU-only machine or a Mac"
+    fix_title = "Remove the refusal and let the program pick its device"
+    fix_safety = Applicability.UNSAFE
+    what = (
+        "Checks for a program that refuses to run without CUDA: `assert torch.cuda.is_available()`, "
+        "`if not torch.cuda.is_available(): raise ...` or `sys.exit()`, and `else: raise` after an "
+        "availability check, outside code that only runs where CUDA was asked for."
+    )
+    why = (
+        "The refusal is the first thing a CPU-only machine or a Mac meets, and it hides the rest: "
+        "the other device hazards of the program are reported as well (the refusal exempts nothing), "
+        "so that fixing them all leaves a program that runs everywhere."
+    )
+    fix_safety_note = (
+        "The fix removes the refusal (an `else: raise` is only pointed out). It is unsafe: the "
+        "program then runs on whatever device it finds, which is the point once its other hazards are fixed."
+    )
+    triggers = Triggers(names=CUDA_AVAILABILITY)
+    valid = (
+        Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
+        Valid("import torch\nimport pytest\n\ndef test_kernel():\n    if not torch.cuda.is_available():\n        pytest.skip('needs CUDA')\n"),
+        # the user asked for CUDA: refusing then is the right message
+        Valid("import torch\n\ndef setup(args):\n    if args.cuda:\n        assert torch.cuda.is_available(), 'asked for --cuda'\n"),
+        Valid("import torch\nassert x.is_cuda\n"),
+        # another backend's availability is not a refusal to run without CUDA
+        Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\nmodel = make()\n",
+            fixed="import torch\nmodel = make()\n",
+        ),
+        Invalid(
+            "import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit('no GPU')\n    run()\n",
+            fixed="import sys\nimport torch\n\ndef main():\n    run()\n",
+        ),
+        Invalid(
+            "import torch\n\ndef check():\n    if torch.cuda.device_count() == 0:\n        raise RuntimeError('no GPU')\n",
+            fixed="import torch\n\ndef check():\n    pass\n",
+        ),
+        Invalid(
+            "import torch\n\ndef set_model(model):\n    if torch.cuda.is_available():\n        model = model.cuda()\n"
+            "    else:\n        raise NotImplementedError('This code requires GPU')\n    return model\n",
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+    )
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if not self.ctx.availability_guarded and self._checks_availability(node.test, POSITIVE):
+            statement = self.ctx.parent(1)
+            self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
+
+    def visit_If(self, node: cst.If) -> None:
+        if self.ctx.availability_guarded:
+            return
+        shown = f"if {source_of(node.test)}: ..."
+        if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
+            self.report(node, self.message.format(shown), self._removal(node, 0))
+        elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
+            self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
+
+    def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
+        from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+        return self.ctx.classify(test) == sign and mentions_availability(test) and any(
+            self.ctx.qualname(call.func) in CUDA_AVAILABILITY for call in nodes_of(test, cst.Call)
+        )
+
+    def _removal(self, statement: cst.CSTNode, depth: int):
+        """Remove the statement (``pass`` where it is the only one of its block)."""
+        if statement is None or (depth and not isinstance(statement, cst.SimpleStatementLine)) or (
+            depth and len(statement.body) != 1
+        ):
+            return None
+        block = self.ctx.parent(depth + 1)
+        alone = isinstance(block, cst.IndentedBlock) and len(block.body) == 1
+
+        def remove(updated: cst.CSTNode):
+            if alone:
+                return cst.SimpleStatementLine(body=[cst.Pass()], leading_lines=updated.leading_lines)
+            return cst.RemovalSentinel.REMOVE
+
+        return self.make_fix({statement: remove})
+
 
 #: Variables that hold a device index in real code (``args.gpu``, ``self.local_rank``...).
 INDEX_NAMES = frozenset(
@@ -138,4 +314,4 @@ class HardcodedDeviceIndex(Rule):
         return None
 
 
-RULES = (HardcodedDeviceIndex,)
+RULES = (CudaDefaultDevice, CudaRequired, HardcodedDeviceIndex)

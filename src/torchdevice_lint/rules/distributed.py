@@ -14,6 +14,16 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, source_of, string_value
 from .common import availability_check, keyword, lacking_check, method_name, no_fix_for_target, positional
 
+#: From this torch on, the fix asks torch for the device's own backend instead of choosing
+#: between NCCL and gloo: ``get_default_backend_for_device`` came in 2.6 (pytorch#140536), but
+#: only the map of 2.8 holds ``"mps"`` (pytorch#149538, merged 2025-03-20; on 2.6 a Mac raises
+#: ``Default backend not registered``). ``"cpu:gloo,cuda:nccl"`` is no device-generic form: a
+#: CPU-only build of torch 2.13 refuses it (``Distributed package doesn't have NCCL built in``).
+DEVICE_BACKEND_SINCE = (2, 8)
+#: The backends torch itself registers as a device's default (cuda: nccl, xpu: xccl); Ascend's
+#: ``hccl`` is registered by its vendor package, so it keeps the explicit check.
+DEVICE_DEFAULTS = frozenset({"nccl", "xccl"})
+
 
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
@@ -35,7 +45,10 @@ class HardcodedDistributedBackend(Rule):
     )
     fix_safety_note = (
         'The literal becomes `"nccl" if torch.cuda.is_available() else "gloo"`: CUDA machines keep '
-        "NCCL, the others get gloo instead of an error."
+        "NCCL, the others get gloo instead of an error. From `target-torch-version` 2.8 it becomes "
+        "`torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator() "
+        'if torch.accelerator.is_available() else "cpu")`, which also picks XCCL on an Intel GPU '
+        "(the conditional form gives it gloo, which cannot reduce XPU tensors) and gloo on a Mac."
     )
     # a process group is started in the file (the ``--backend`` option counts only there)
     triggers = Triggers(strings=tuple(COLLECTIVES), names="torch.distributed.Backend.NCCL") & Triggers(
@@ -166,6 +179,16 @@ class HardcodedDistributedBackend(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
+        # a target torch that maps every device to its backend: ask it
+        Invalid(
+            "import torch\n\ndef setup(rank, world):\n    torch.distributed.init_process_group('nccl', rank=rank, world_size=world)\n",
+            fixed=(
+                "import torch\n\ndef setup(rank, world):\n    torch.distributed.init_process_group("
+                "torch.distributed.get_default_backend_for_device(torch.accelerator.current_accelerator() "
+                "if torch.accelerator.is_available() else 'cpu'), rank=rank, world_size=world)\n"
+            ),
+            config={"target-torch-version": "2.8"},
+        ),
     )
 
     def __init__(self, ctx) -> None:
@@ -244,7 +267,15 @@ class HardcodedDistributedBackend(Rule):
         if " and " in check:
             check = f"({check})"
         replacement = cst.parse_expression(f"{text} if {check} else {quote}gloo{quote}")
-        fix = self.make_fix({literal: lambda _: replacement}, imports=self.ctx.torch_imports())
+        title = None
+        if collective.collective in DEVICE_DEFAULTS and self.ctx.settings.target_version() >= DEVICE_BACKEND_SINCE:
+            t = self.ctx.torch_reference()
+            replacement = cst.parse_expression(
+                f"{t}.distributed.get_default_backend_for_device("
+                f"{t}.accelerator.current_accelerator() if {t}.accelerator.is_available() else {quote}cpu{quote})"
+            )
+            title = "Ask torch for the device's backend: `torch.distributed.get_default_backend_for_device(...)`"
+        fix = self.make_fix({literal: lambda _: replacement}, message=title, imports=self.ctx.torch_imports())
         self.report(reported, message, fix)
 
 

@@ -1,0 +1,386 @@
+"""Deprecated device-bound spellings of mixed precision and attention-kernel choice:
+``torch.cuda.amp.autocast``/``GradScaler``/``custom_fwd``/``custom_bwd`` and
+``torch.cpu.amp.autocast``/``GradScaler`` (-> ``torch.amp`` with a device type), and
+``torch.backends.cuda.sdp_kernel`` (-> ``torch.nn.attention.sdpa_kernel``).
+
+One rule, TDV302, for all of them: each is an alias torch keeps for one device and warns about
+(FutureWarning) on every use, and each fix is the same rename with the device made explicit,
+written only where the target torch has the new name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Triggers
+from ..model.fixes import Applicability, ImportSpec, needs_target
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import import_aliases, source_of
+from .common import display_only, fresh_args, keyword_arg
+
+Release = Tuple[int, int]
+
+AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
+SCALER_POSITIONAL = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What a deprecated name becomes: ``new`` (after the torch module) from torch ``since``,
+    else ``older`` from its own release; ``device`` is the device type it was bound to."""
+
+    new: str
+    device: str
+    since: Release
+    #: The old signature's positional parameters: the new one takes the device type first and
+    #: another order (autocast's second slot is ``dtype``), so they move as keywords.
+    positional: Tuple[str, ...] = ()
+    #: ``custom_fwd``/``custom_bwd``: the device goes in the keyword-only ``device_type=``.
+    device_keyword: bool = False
+    older: Optional[Tuple[str, Release]] = None
+
+    def spelling(self, target: Release) -> Optional[str]:
+        if target >= self.since:
+            return self.new
+        if self.older is not None and target >= self.older[1]:
+            return self.older[0]
+        return None
+
+
+# First releases: ``torch.autocast`` 1.10 and the ``torch.amp`` module 1.12 (timm issue #1935),
+# ``torch.amp.GradScaler`` 2.3, ``torch.amp.custom_fwd``/``custom_bwd`` with ``device_type=`` 2.4.
+REPLACEMENTS: Dict[str, Replacement] = {
+    "torch.cuda.amp.autocast": Replacement("amp.autocast", "cuda", (1, 12), AUTOCAST_POSITIONAL, older=("autocast", (1, 10))),
+    "torch.cuda.amp.GradScaler": Replacement("amp.GradScaler", "cuda", (2, 3), SCALER_POSITIONAL),
+    "torch.cpu.amp.autocast": Replacement("amp.autocast", "cpu", (1, 12), AUTOCAST_POSITIONAL, older=("autocast", (1, 10))),
+    "torch.cpu.amp.GradScaler": Replacement("amp.GradScaler", "cpu", (2, 3), SCALER_POSITIONAL),
+    "torch.cuda.amp.custom_fwd": Replacement("amp.custom_fwd", "cuda", (2, 4), device_keyword=True),
+    "torch.cuda.amp.custom_bwd": Replacement("amp.custom_bwd", "cuda", (2, 4), device_keyword=True),
+}
+
+SDP_KERNEL = "torch.backends.cuda.sdp_kernel"
+#: ``sdp_kernel``'s flags in its positional order, and the backend each enables (True by default).
+SDP_FLAGS = ("enable_flash", "enable_math", "enable_mem_efficient", "enable_cudnn")
+#: The backends in the order ``sdp_kernel`` lists them for ``sdpa_kernel`` (torch 2.13's own shim).
+SDP_BACKENDS = (
+    ("enable_flash", "FLASH_ATTENTION"), ("enable_mem_efficient", "EFFICIENT_ATTENTION"),
+    ("enable_math", "MATH"), ("enable_cudnn", "CUDNN_ATTENTION"),
+)
+#: ``torch.nn.attention.sdpa_kernel`` came in 2.3 (pytorch#114689, merged after 2.2 branched);
+#: the fix may name ``SDPBackend.CUDNN_ATTENTION``, which 2.4 surely has.
+SDPA_KERNEL_SINCE: Release = (2, 4)
+
+
+class CudaAmpApi(Rule):
+    code = "TDV302"
+    name = "cuda-amp-api"
+    message = "`{0}` is deprecated{1}; use {2}"
+    fix_title = "Use `{}`"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for the deprecated device-bound spellings: `torch.cuda.amp.autocast`, "
+        "`torch.cuda.amp.GradScaler`, `torch.cuda.amp.custom_fwd`/`custom_bwd` (decorators, bare "
+        "or called), `torch.cpu.amp.autocast`, `torch.cpu.amp.GradScaler` and "
+        "`torch.backends.cuda.sdp_kernel`."
+    )
+    why = (
+        "Each is an alias torch keeps for one device and warns about on every use; the CUDA ones "
+        "only know CUDA. `torch.amp` takes the device type, so the same line can later follow the "
+        "run-time device, and `torch.nn.attention.sdpa_kernel` names the attention backends it "
+        "enables instead of the ones it turns off. One rule holds them all: the hazard and the "
+        "fix, a rename with the device made explicit, are the same."
+    )
+    fix_safety_note = (
+        'The fix writes `torch.amp.autocast("cuda", ...)`, `torch.amp.GradScaler("cpu", ...)`, '
+        '`@torch.amp.custom_fwd(device_type="cuda")`, `sdpa_kernel([SDPBackend.MATH, ...])` (the '
+        "backends the old flags left on), which behave exactly like the deprecated calls on every "
+        "device. Where a device is at hand (a `device` in scope, the input's device inside "
+        "`forward`) the CUDA autocast and scaler fixes write its type instead, "
+        "`torch.amp.autocast(device.type)` (`torch.device(device).type` when `device` may be a "
+        "string), so mixed precision follows the device: that fix is unsafe, because on the CPU "
+        "autocast then really computes in bfloat16 where the CUDA call was disabled. Each fix "
+        "writes only names the target torch has (`target-torch-version`): `torch.amp.autocast` "
+        "from 1.12 (`torch.autocast` for 1.10 and 1.11), `GradScaler` from 2.3, `custom_fwd`/"
+        "`custom_bwd` from 2.4, `sdpa_kernel` from 2.4; below that the fix is a suggestion only."
+    )
+    triggers = Triggers(names=[*REPLACEMENTS, SDP_KERNEL])
+    valid = (
+        Valid('import torch\nwith torch.amp.autocast("cuda"):\n    pass\n'),
+        Valid('import torch\nscaler = torch.amp.GradScaler("cuda")\n'),
+        Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
+        Valid("import torch\nwith torch.autocast(device_type=device.type):\n    pass\n"),
+        # a compatibility shim binds the name to whichever torch has (state-spaces/mamba@e9594ce,
+        # mamba_ssm/utils/torch.py:13-21)
+        Valid(
+            "import torch\nif hasattr(torch.amp, 'custom_fwd'):\n    from torch.amp import custom_fwd\nelse:\n"
+            "    from torch.cuda.amp import custom_fwd\n\nclass F(torch.autograd.Function):\n    @staticmethod\n"
+            "    @custom_fwd\n    def forward(ctx, x):\n        return x\n"
+        ),
+        Valid("from torch.nn.attention import SDPBackend, sdpa_kernel\nwith sdpa_kernel(SDPBackend.MATH):\n    pass\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            fixed='import torch\nwith torch.amp.autocast("cuda"):\n    y = model(x)\n',
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=use_amp)\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", enabled=use_amp)\n',
+        ),
+        Invalid(
+            "from torch.cuda.amp import autocast, GradScaler\n\nscaler = GradScaler()\nwith autocast(dtype=torch.float16):\n    pass\n",
+            fixed='import torch\n\nscaler = torch.amp.GradScaler("cuda")\nwith torch.amp.autocast("cuda", dtype=torch.float16):\n    pass\n',
+            count=2,
+        ),
+        # positional arguments keep their meaning: the new second slot is dtype
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(use_amp):\n    y = model(x)\n",
+            fixed='import torch\nwith torch.amp.autocast("cuda", enabled=use_amp):\n    y = model(x)\n',
+        ),
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler(2.0**16, 2.0, enabled=use_amp)\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda", init_scale=2.0**16, growth_factor=2.0, enabled=use_amp)\n',
+        ),
+        Invalid(
+            "import torch as th\n\n@th.cuda.amp.autocast()\ndef forward(x):\n    return x\n",
+            fixed='import torch as th\n\n@th.amp.autocast("cuda")\ndef forward(x):\n    return x\n',
+        ),
+        # torch 1.10 and 1.11 have the generic autocast, not yet the torch.amp module
+        Invalid(
+            "import torch\nwith torch.cuda.amp.autocast(enabled=True):\n    pass\n",
+            fixed='import torch\nwith torch.autocast("cuda", enabled=True):\n    pass\n',
+            config={"target-torch-version": "1.11"},
+        ),
+        # a device at hand: its type, so autocast follows the device (unsafe: CPU autocast is real)
+        Invalid(
+            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "scaler = torch.cuda.amp.GradScaler()\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
+            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "scaler = torch.amp.GradScaler(device.type)\nwith torch.amp.autocast(device.type):\n    y = model(x)\n",
+            applicability=Applicability.UNSAFE,
+            count=2,
+        ),
+        Invalid(
+            "import torch\n\ndef train(model, batch, device):\n    with torch.cuda.amp.autocast():\n        return model(batch)\n",
+            fixed='import torch\n\ndef train(model, batch, device):\n    with torch.amp.autocast(torch.device(device).type):\n        return model(batch)\n',
+            applicability=Applicability.UNSAFE,
+        ),
+        Invalid(
+            "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.cuda.amp.autocast(enabled=False):\n            return self.head(x.float())\n",
+            fixed='import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        with torch.amp.autocast(x.device.type, enabled=False):\n            return self.head(x.float())\n',
+            applicability=Applicability.UNSAFE,
+        ),
+        # EleutherAI/gpt-neox@ea7aefd megatron/model/moe_mlp.py:32-38: bare decorators
+        Invalid(
+            "import torch\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"
+            "    def forward(ctx, x):\n        return x\n\n    @staticmethod\n    @torch.cuda.amp.custom_bwd\n"
+            "    def backward(ctx, grad):\n        return grad\n",
+            fixed=(
+                'import torch\n\nclass Fn(torch.autograd.Function):\n    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'
+                '    def forward(ctx, x):\n        return x\n\n    @staticmethod\n    @torch.amp.custom_bwd(device_type="cuda")\n'
+                "    def backward(ctx, grad):\n        return grad\n"
+            ),
+            count=2,
+        ),
+        Invalid(
+            "import torch\nfrom torch.cuda.amp import custom_fwd\n\n@custom_fwd(cast_inputs=torch.float32)\ndef forward(ctx, x):\n    return x\n",
+            fixed='import torch\n\n@torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)\ndef forward(ctx, x):\n    return x\n',
+        ),
+        Invalid(
+            "import torch\nwith torch.cpu.amp.autocast(True, torch.bfloat16):\n    y = model(x)\nscaler = torch.cpu.amp.GradScaler()\n",
+            fixed='import torch\nwith torch.amp.autocast("cpu", enabled=True, dtype=torch.bfloat16):\n    y = model(x)\nscaler = torch.amp.GradScaler("cpu")\n',
+            count=2,
+        ),
+        # the flags that stay on become the backends listed (unset flags are on)
+        Invalid(
+            "import torch\nwith torch.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False):\n    pass\n",
+            fixed=(
+                "import torch\nfrom torch.nn.attention import SDPBackend, sdpa_kernel\n\n"
+                "with sdpa_kernel([SDPBackend.MATH, SDPBackend.CUDNN_ATTENTION]):\n    pass\n"
+            ),
+        ),
+        # lucidrains/vit-pytorch@69d24fe vit_pytorch/simple_flash_attn_vit.py:61: flags unknown here
+        Invalid(
+            "import torch\nwith torch.backends.cuda.sdp_kernel(**config._asdict()):\n    pass\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid(
+            "import torch\n\n@torch.cuda.amp.custom_fwd\ndef forward(ctx, x):\n    return x\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+            config={"target-torch-version": "2.3"},
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._imports: Optional[Dict[str, int]] = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.qualname(node.func)
+        if name == SDP_KERNEL and self._bound_once(node.func):
+            self._sdp_kernel(node)
+        elif name in REPLACEMENTS and self._bound_once(node.func):
+            self._rename(node, node.func, name, REPLACEMENTS[name], node.args)
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        """``@torch.cuda.amp.custom_fwd`` without a call: it becomes one, with the device."""
+        target = node.decorator
+        name = self.ctx.qualname(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
+        replacement = REPLACEMENTS.get(name)
+        if replacement is not None and replacement.device_keyword and self._bound_once(target):
+            self._rename(target, target, name, replacement, None)
+
+    def _bound_once(self, func: cst.BaseExpression) -> bool:
+        """Not a name that another import of the file may bind to the new spelling (a
+        version shim: ``try: from torch.amp import custom_fwd except: from torch.cuda.amp ...``)."""
+        if not isinstance(func, cst.Name):
+            return True
+        if self._imports is None:
+            self._imports = _import_counts(self.ctx.module)
+        return self._imports.get(func.value, 0) <= 1
+
+    def _rename(self, node, func, name: str, replacement: Replacement, args: Optional[List[cst.Arg]]) -> None:
+        spelling = replacement.spelling(self.ctx.settings.target_version())
+        torch_name = self.ctx.torch_reference()
+        new = f"torch.{replacement.new}"
+        cuda = name.startswith("torch.cuda.")
+        message = self.message.format(name, " and CUDA-only" if cuda else "", f"`{new}` with a device type")
+        device = f'"{replacement.device}"'
+        type_code = self._device_type() if cuda and not replacement.device_keyword else None
+
+        def shown(spelled: str) -> str:
+            argument = f"device_type={device}" if replacement.device_keyword else f"{type_code or device}, ..."
+            return self.fix_title.format(f"torch.{spelled}({argument})")
+
+        suggestion = display_only(self, shown(replacement.new))
+        if spelling is None:
+            spelled, first = replacement.older or (replacement.new, replacement.since)
+            self.report(node, message, display_only(self, needs_target(shown(spelled), first)))
+            return
+        if args is not None and any(arg.star for arg in args):
+            self.report(node, message, suggestion)
+            return
+        if replacement.device_keyword:
+            given = list(args or ())
+            head = [arg for arg in given if arg.keyword is None]
+            new_args = head + [keyword_arg("device_type", cst.SimpleString(device))] + given[len(head):]
+        elif sum(1 for arg in args if arg.keyword is None) > len(replacement.positional):
+            self.report(node, message, suggestion)
+            return
+        else:
+            new_args = [cst.Arg(cst.parse_expression(type_code or device))] + _as_keywords(args, replacement.positional)
+        call = cst.Call(cst.parse_expression(f"{torch_name}.{spelling}"), fresh_args(new_args))
+
+        def rewrite(updated: cst.CSTNode) -> cst.CSTNode:
+            return call if args is None else updated.with_changes(func=call.func, args=call.args)
+
+        removable = ()
+        if isinstance(func, cst.Name):
+            module, _, leaf = name.rpartition(".")
+            removable = (ImportSpec(module, leaf, func.value if func.value != leaf else None),)
+        fix = self.make_fix(
+            {node: rewrite},
+            Applicability.UNSAFE if type_code else None,
+            message=shown(spelling),
+            imports=self.ctx.torch_imports(),
+            removable_imports=removable,
+        )
+        self.report(node, message, fix)
+
+    def _sdp_kernel(self, node: cst.Call) -> None:
+        """``sdp_kernel(enable_flash=False)`` -> ``sdpa_kernel([<the backends left on>])``."""
+        message = self.message.format(SDP_KERNEL, "", "`torch.nn.attention.sdpa_kernel` with the backends it enables")
+        flags = _literal_flags(node.args)
+        free = all(
+            self.ctx.aliases.get(name, f"torch.nn.attention.{name}") == f"torch.nn.attention.{name}"
+            and (name in self.ctx.aliases or name not in self.ctx.bound_names(self.ctx.module))
+            for name in ("sdpa_kernel", "SDPBackend")
+        )
+        title = self.fix_title.format("torch.nn.attention.sdpa_kernel([...])")
+        if flags is None or not free:
+            self.report(node, message, display_only(self, title))
+            return
+        if self.ctx.settings.target_version() < SDPA_KERNEL_SINCE:
+            self.report(node, message, display_only(self, needs_target(title, SDPA_KERNEL_SINCE)))
+            return
+        backends = ", ".join(f"SDPBackend.{member}" for flag, member in SDP_BACKENDS if flags[flag])
+        call = cst.parse_expression(f"sdpa_kernel([{backends}])")
+        removable = ()
+        if isinstance(node.func, cst.Name):
+            removable = (ImportSpec("torch.backends.cuda", "sdp_kernel", node.func.value if node.func.value != "sdp_kernel" else None),)
+        fix = self.make_fix(
+            {node: lambda _: call},
+            message=self.fix_title.format(source_of(call)),
+            imports=[ImportSpec("torch.nn.attention", "SDPBackend"), ImportSpec("torch.nn.attention", "sdpa_kernel")],
+            removable_imports=removable,
+        )
+        self.report(node, message, fix)
+
+    def _device_type(self) -> Optional[str]:
+        """The type of a device already at hand, or None: ``device.type`` for a ``device``
+        bound to ``torch.device(...)``/``torch.accelerator``, ``torch.device(device).type`` for
+        one that may be a string, ``x.device.type`` inside ``forward``."""
+        choice = self.ctx.device_expression()
+        if choice.needs_binding or not all(part.isidentifier() for part in choice.code.split(".")):
+            return None
+        if choice.code.endswith(".device") or _binds_torch_device(self.ctx, choice.code):
+            return f"{choice.code}.type"
+        return f"{self.ctx.torch_reference()}.device({choice.code}).type"
+
+
+def _import_counts(module: cst.Module) -> Dict[str, int]:
+    """How many import statements of a file bind each local name."""
+    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+    counts: Dict[str, int] = {}
+    for statement in nodes_of(module, cst.Import, cst.ImportFrom):
+        for local in import_aliases(statement):
+            counts[local] = counts.get(local, 0) + 1
+    return counts
+
+
+def _literal_flags(args) -> Optional[Dict[str, bool]]:
+    """``sdp_kernel``'s flags when every argument is a literal ``True``/``False`` (unset ones are
+    True); None when one is unknown here (``**config``)."""
+    flags = dict.fromkeys(SDP_FLAGS, True)
+    for index, arg in enumerate(args):
+        name = arg.keyword.value if arg.keyword is not None else (SDP_FLAGS[index] if index < len(SDP_FLAGS) else None)
+        value = arg.value.value if isinstance(arg.value, cst.Name) else None
+        if arg.star or name not in flags or value not in ("True", "False"):
+            return None
+        flags[name] = value == "True"
+    return flags
+
+
+def _binds_torch_device(ctx, name: str) -> bool:
+    """Whether the module-level or innermost-function assignment of ``name`` is a
+    ``torch.device``: a ``torch.device(...)`` call or a ``torch.accelerator`` expression."""
+    function = ctx.enclosing_function()
+    scopes = [function.body] if function is not None and name in ctx.bound_names(function) else [ctx.module]
+    for block in scopes:
+        for statement in block.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets
+                ):
+                    value = small.value
+                    if isinstance(value, cst.Call) and ctx.qualname(value.func) == "torch.device":
+                        return True
+                    if isinstance(value, (cst.IfExp, cst.BooleanOperation)) and "current_accelerator" in source_of(value):
+                        return True
+    return False
+
+
+def _as_keywords(args, positional: Tuple[str, ...]) -> list:
+    """Positional arguments of the old signature written as keywords of the new one."""
+    names = iter(positional)
+    return [arg if arg.keyword is not None else keyword_arg(next(names), arg.value) for arg in args]
+
+
+RULES = (CudaAmpApi,)

@@ -1,0 +1,364 @@
+"""Reading the GPU that is not there: ``torch.version.cuda`` is None on CPU-only and MPS builds of
+torch, and ``torch.cuda.device_count()`` is 0 on a machine without a GPU. Code that takes either
+for a real value (``int(torch.version.cuda.split(".")[0])``, ``batch // num_gpus``) raises there,
+often at import time, which keeps a whole program GPU-only.
+
+Neither is a ``torch.cuda`` call that raises (TDV301): both answer, and the answer breaks the
+arithmetic after them. So these rules read the value's own checks (``if torch.version.cuda:``,
+``if num_gpus > 0:``, ``x if n else 0``) besides the availability checks every rule reads.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Dict, FrozenSet, Optional
+
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Resolved
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from ..knowledge.value_checks import assigned_values, combined, runs_only_if
+from ..model.fixes import Applicability
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import dotted_name, last_name, source_of
+
+
+def scope_names(rule: Rule, cache: Dict[int, FrozenSet[str]], accepts) -> FrozenSet[str]:
+    """The names bound only to values ``accepts`` takes, readable where the node being visited
+    runs: those of the innermost function, of the methods of its class for ``self.`` names, and
+    of the module for names the function does not bind. ``cache`` keeps them per scope."""
+    ctx = rule.ctx
+    function = ctx.enclosing_function()
+    key = id(function if function is not None else ctx.module)
+    if key in cache:
+        return cache[key]
+
+    def of(scope: cst.CSTNode) -> FrozenSet[str]:
+        values = assigned_values(scope)
+        return frozenset(name for name, found in values.items() if all(v is not None and accepts(v) for v in found))
+
+    names = set(of(ctx.module))
+    if function is not None:
+        local = ctx.bound_names(function)
+        names = {name for name in names if name.split(".")[0] not in local} | of(function)
+        owner = ctx.enclosing_class()
+        if owner is not None:
+            methods = [statement for statement in owner.body.body if isinstance(statement, cst.FunctionDef)]
+            names |= {name for method in methods for name in of(method) if name.startswith("self.")}
+    cache[key] = frozenset(names)
+    return cache[key]
+
+
+def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+CUDA_VERSION = "torch.version.cuda"
+#: Calls that raise when handed None where a version string belongs (``int``, ``version.parse``...).
+STRING_READERS = frozenset(
+    {"int", "float", "len", "tuple", "list", "parse", "parse_version", "Version", "LooseVersion", "StrictVersion",
+     "digit_version"}
+)
+#: Operator node types by name: LibCST is imported only once a file is parsed.
+ORDERINGS = frozenset({"LessThan", "LessThanEqual", "GreaterThan", "GreaterThanEqual"})
+
+
+class CudaVersionNone(Rule):
+    code = "TDV304"
+    name = "cuda-version-none"
+    message = "`{}` is None on torch builds without CUDA (CPU-only, Mac): {} raises there"
+    fix_title = 'Read it as `torch.version.cuda or "0.0"`'
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `torch.version.cuda` (or a name assigned it) used as a string: a method "
+        "(`.split`, `.replace`), an index, `int()`/`float()`/`version.parse()`, an ordering "
+        "comparison (`>= \"11.0\"`) or `+`, outside `if torch.version.cuda:` (`is not None`, "
+        "`x and ...`, `v if torch.version.cuda else None`, an early return) and the availability checks."
+    )
+    why = (
+        "On CPU-only and MPS builds of torch `torch.version.cuda` is None, so "
+        "`int(torch.version.cuda.split(\".\")[0])` raises AttributeError; at module level it "
+        "stops every import of the file, which keeps the whole program GPU-only (transformer-xl's "
+        "`proj_adaptive_softmax.py` reads the CUDA major version this way at import). Not part of "
+        "TDV301: reading the value never raises, using it does, so the checks that count are the "
+        "value's own (`if torch.version.cuda:`)."
+    )
+    fix_safety_note = (
+        'The value becomes `(torch.version.cuda or "0.0")`: a CUDA build reads its own version as '
+        'before; a build without CUDA reads version 0.0, older than every real one, instead of raising.'
+    )
+    triggers = Resolved([CUDA_VERSION])
+    valid = (
+        Valid('import torch\nprint("CUDA", torch.version.cuda)\nok = torch.version.cuda is not None\n'),
+        # transformers' is_torch_tf32_available (src/transformers/utils/import_utils.py)
+        Valid(
+            "import torch\n\ndef tf32():\n    if not torch.cuda.is_available() or torch.version.cuda is None:\n"
+            "        return False\n    return int(torch.version.cuda.split('.')[0]) >= 11\n"
+        ),
+        # pytorch/examples distributed/FSDP/utils/environment.py:22-24
+        Valid(
+            "import torch\nfrom packaging import version\n\ndef bfloat_support():\n    return (\n"
+            "        torch.version.cuda\n        and version.parse(torch.version.cuda).release >= (11, 0)\n    )\n"
+        ),
+        # ray rllib's update_global_seed_if_necessary: the check reads a name bound to the value
+        Valid(
+            "import torch\ncuda_version = torch.version.cuda\n"
+            "if cuda_version is not None and float(torch.version.cuda) >= 10.2:\n    pass\n"
+        ),
+        Valid('import torch\nmajor = int(torch.version.cuda.split(".")[0]) if torch.version.cuda else 0\n'),
+        Valid("import torch\ntry:\n    major = int(torch.version.cuda[0])\nexcept (TypeError, ValueError):\n    major = 0\n"),
+        Valid('import torch\nif torch.cuda.is_available():\n    major = torch.version.cuda.split(".")[0]\n'),
+    )
+    invalid = (
+        # the transformer-xl idiom at module level (kimiyoung/transformer-xl@81b1b19,
+        # pytorch/utils/proj_adaptive_softmax.py:9-10; copied into thu-coai/LaMemo)
+        Invalid(
+            "import torch\n\nCUDA_MAJOR = int(torch.version.cuda.split('.')[0])\nCUDA_MINOR = int(torch.version.cuda.split('.')[1])\n",
+            fixed=(
+                'import torch\n\nCUDA_MAJOR = int((torch.version.cuda or "0.0").split(\'.\')[0])\n'
+                'CUDA_MINOR = int((torch.version.cuda or "0.0").split(\'.\')[1])\n'
+            ),
+            count=2,
+        ),
+        # a CUDA-extension setup.py reading the toolkit version (nvcc flags)
+        Invalid(
+            "import torch\ncuda_version = float(torch.version.cuda)\nif cuda_version >= 11:\n    pass\n",
+            fixed='import torch\ncuda_version = float(torch.version.cuda or "0.0")\nif cuda_version >= 11:\n    pass\n',
+        ),
+        Invalid(
+            "import torch\nfrom packaging import version\nNEW = version.parse(torch.version.cuda) >= version.parse('11.0')\n",
+            fixed='import torch\nfrom packaging import version\nNEW = version.parse(torch.version.cuda or "0.0") >= version.parse(\'11.0\')\n',
+        ),
+        # a name bound to it, and a wheel tag built from it
+        Invalid(
+            "import torch\nCUDA = torch.version.cuda\nTAG = 'cu' + CUDA.replace('.', '')\n",
+            fixed='import torch\nCUDA = torch.version.cuda\nTAG = \'cu\' + (CUDA or "0.0").replace(\'.\', \'\')\n',
+        ),
+        # a check on another backend says nothing about this one
+        Invalid(
+            'import torch\nif torch.version.hip:\n    pass\nelif torch.version.cuda >= "11.8":\n    pass\n',
+            fixed='import torch\nif torch.version.hip:\n    pass\nelif (torch.version.cuda or "0.0") >= "11.8":\n    pass\n',
+        ),
+        Invalid(
+            "import torch\nprint(f\"cu{torch.version.cuda.replace('.', '')}\")\n",
+            fixed="import torch\nprint(f\"cu{(torch.version.cuda or '0.0').replace('.', '')}\")\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._aliases: Dict[int, FrozenSet[str]] = {}
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.ctx.qualname(node) == CUDA_VERSION:
+            self._check(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self._names() or self.ctx.qualname(node) == CUDA_VERSION:
+            self._check(node)
+
+    def _names(self) -> FrozenSet[str]:
+        return scope_names(self, self._aliases, lambda value: self.ctx.qualname(value) == CUDA_VERSION)
+
+    def _is_version(self, node: cst.BaseExpression) -> bool:
+        return self.ctx.qualname(node) == CUDA_VERSION or dotted_name(node) in self._names()
+
+    def _sign(self, test: cst.BaseExpression) -> int:
+        parts = combined(test, self._sign)
+        if parts is not None:
+            return parts
+        if self._is_version(test):
+            return POSITIVE
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and self._is_version(test.left):
+            target = test.comparisons[0]
+            if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+                return POSITIVE if isinstance(target.operator, (cst.IsNot, cst.NotEqual)) else NEGATIVE
+        return NEUTRAL
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        parent = self.ctx.parent(1)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return  # ``x.cuda`` named like an alias
+        use = self._raising_use(node, parent)
+        if use is None or self.ctx.guarded:
+            return
+        if runs_only_if(self.ctx.stack, self._sign, ("TypeError", "AttributeError")):
+            return
+        f_string = next((n for n in reversed(self.ctx.stack) if isinstance(n, cst.FormattedString)), None)
+        quote = "'" if f_string is not None and '"' in f_string.start else '"'
+        needs_parens = not isinstance(parent, cst.Arg)
+
+        def read_or_zero(updated: cst.BaseExpression) -> cst.BaseExpression:
+            value = cst.BooleanOperation(updated, cst.Or(), cst.SimpleString(f"{quote}0.0{quote}"))
+            return parenthesized(value) if needs_parens else value
+
+        fix = self.make_fix({node: read_or_zero})
+        self.report(node, self.message.format(source_of(node), use), fix)
+
+    def _raising_use(self, node: cst.BaseExpression, parent: Optional[cst.CSTNode]) -> Optional[str]:
+        """How the code around ``node`` raises on None: ``"`.split()`"``, ``"`int()`"``..."""
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            return f"`.{parent.attr.value}`"
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            return "indexing it"
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add):
+            return "`+`"
+        grandparent = self.ctx.parent(2)
+        if isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call) and grandparent.args[0] is parent:
+            reader = last_name(grandparent.func)
+            return f"`{reader}()`" if reader in STRING_READERS and parent.keyword is None else None
+        if isinstance(parent, cst.Comparison) and parent.left is node:
+            compared = parent.comparisons[0].operator
+        elif isinstance(parent, cst.ComparisonTarget) and parent.comparator is node:
+            compared = parent.operator
+            if isinstance(compared, (cst.In, cst.NotIn)):
+                return "`in`"
+        else:
+            return None
+        return "comparing it" if type(compared).__name__ in ORDERINGS else None
+
+
+DEVICE_COUNTS = frozenset(
+    {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
+)
+DIVISIONS = frozenset({"Divide", "FloorDivide", "Modulo", "DivideAssign", "FloorDivideAssign", "ModuloAssign"})
+#: ``count OP k`` holds for a count of 0: then the other branch has a nonzero count.
+COMPARISONS = {
+    "LessThan": operator.lt, "LessThanEqual": operator.le, "GreaterThan": operator.gt,
+    "GreaterThanEqual": operator.ge, "Equal": operator.eq, "NotEqual": operator.ne,
+}
+
+
+class DeviceCountDivisor(Rule):
+    code = "TDV305"
+    name = "device-count-divisor"
+    message = "`{}` is 0 on a machine without a GPU (CPU-only, Mac), so {} raises ZeroDivisionError there"
+    fix_title = "Divide by `max(1, ...)`"
+    fix_safety = Applicability.SAFE
+    what = (
+        "Checks for `torch.cuda.device_count()` (or `torch.accelerator`/`xpu`/`mps.device_count()`) "
+        "as a divisor or modulus, directly or through a name every assignment binds to it "
+        "(`per_gpu = batch // num_gpus`, `rank % torch.cuda.device_count()`, `x /= args.n_gpu`, "
+        "`divmod(n, num_gpus)`), outside a check of the count (`if num_gpus:`, `if n > 0:`, "
+        "`if n == 0: return`, `k // n if n else k`) and the availability checks."
+    )
+    why = (
+        "Without a GPU the count is 0, and the division stops the program with ZeroDivisionError "
+        "before anything runs on the CPU. The per-GPU arithmetic of a data-parallel script "
+        "usually means the whole batch on a single device. Like TDV304 a rule of its own: "
+        "`device_count()` never raises, dividing by its answer does."
+    )
+    fix_safety_note = (
+        "The divisor becomes `max(1, ...)`: with one or more GPUs it is the count as before; "
+        "without one the program divides by 1, one device, instead of raising."
+    )
+    triggers = Resolved(DEVICE_COUNTS, calls=True)
+    valid = (
+        Valid("import torch\nbatch_per_gpu = batch_size * max(1, torch.cuda.device_count())\nn = torch.cuda.device_count()\n"),
+        Valid("import torch\nper_gpu = batch // max(1, torch.cuda.device_count())\n"),
+        Valid("import torch\nn_gpu = torch.cuda.device_count()\nif n_gpu > 0:\n    per_gpu = batch // n_gpu\n"),
+        Valid("import torch\nn = torch.cuda.device_count()\nper_gpu = batch // n if n else batch\n"),
+        Valid(
+            "import torch\n\ndef steps(total):\n    num_gpus = torch.cuda.device_count()\n    if num_gpus == 0:\n"
+            "        raise SystemExit('needs a GPU')\n    return total // num_gpus\n"
+        ),
+        Valid("import torch\nif torch.cuda.is_available():\n    shard = rank % torch.cuda.device_count()\n"),
+        Valid('import torch\nprint("%d GPUs" % torch.cuda.device_count())\n'),
+        # the name is reassigned to something that is not a count
+        Valid("import torch\nn = torch.cuda.device_count()\nn = max(n, 1)\nper_gpu = batch // n\n"),
+    )
+    invalid = (
+        Invalid(
+            "import torch\nper_gpu = batch_size // torch.cuda.device_count()\n",
+            fixed="import torch\nper_gpu = batch_size // max(1, torch.cuda.device_count())\n",
+        ),
+        # the SLURM branch of dino/detr/mae's init_distributed_mode, outside the set-up function
+        Invalid(
+            "import os\nimport torch\nrank = int(os.environ['SLURM_PROCID'])\ngpu = rank % torch.cuda.device_count()\n",
+            fixed="import os\nimport torch\nrank = int(os.environ['SLURM_PROCID'])\ngpu = rank % max(1, torch.cuda.device_count())\n",
+        ),
+        Invalid(
+            "import torch\n\nclass Trainer:\n    def __init__(self, accumulation):\n        self.n_gpu = torch.cuda.device_count()\n"
+            "        self.steps = accumulation // self.n_gpu\n",
+            fixed=(
+                "import torch\n\nclass Trainer:\n    def __init__(self, accumulation):\n        self.n_gpu = torch.cuda.device_count()\n"
+                "        self.steps = accumulation // max(1, self.n_gpu)\n"
+            ),
+        ),
+        Invalid(
+            "import torch\nopt.num_gpu = torch.cuda.device_count()\nopt.num_iter = int(opt.num_iter / opt.num_gpu)\n",
+            fixed="import torch\nopt.num_gpu = torch.cuda.device_count()\nopt.num_iter = int(opt.num_iter / max(1, opt.num_gpu))\n",
+        ),
+        Invalid(
+            "import torch\nworkers = 16\nworkers //= torch.accelerator.device_count()\nnodes, rest = divmod(world, torch.cuda.device_count() * 2)\n",
+            fixed=(
+                "import torch\nworkers = 16\nworkers //= max(1, torch.accelerator.device_count())\n"
+                "nodes, rest = divmod(world, max(1, torch.cuda.device_count() * 2))\n"
+            ),
+            count=2,
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._aliases: Dict[int, FrozenSet[str]] = {}
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if type(node.operator).__name__ in DIVISIONS and not isinstance(
+            node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+        ):
+            self._check(node.right, "the modulo" if isinstance(node.operator, cst.Modulo) else "the division")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if type(node.operator).__name__ in DIVISIONS:
+            self._check(node.value, "the modulo" if isinstance(node.operator, cst.ModuloAssign) else "the division")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "divmod" and len(node.args) == 2:
+            self._check(node.args[1].value, "`divmod`")
+
+    def _counts(self, node: cst.BaseExpression) -> bool:
+        """A device count: the call, a name bound only to one, or a product with one."""
+        if isinstance(node, cst.Call):
+            return self.ctx.qualname(node.func) in DEVICE_COUNTS
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+            return self._counts(node.left) or self._counts(node.right)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            names = scope_names(self, self._aliases, lambda value: isinstance(value, cst.Call) and self._counts(value))
+            return dotted_name(node) in names
+        return False
+
+    def _sign(self, test: cst.BaseExpression) -> int:
+        parts = combined(test, self._sign)
+        if parts is not None:
+            return parts
+        if self._counts(test):
+            return POSITIVE
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            left, target = test.left, test.comparisons[0]
+            compare = COMPARISONS.get(type(target.operator).__name__)
+            if compare is None:
+                return NEUTRAL
+            if self._counts(left) and isinstance(target.comparator, cst.Integer):
+                holds_at_zero = compare(0, int(target.comparator.value))
+            elif self._counts(target.comparator) and isinstance(left, cst.Integer):
+                holds_at_zero = compare(int(left.value), 0)
+            else:
+                return NEUTRAL
+            return NEGATIVE if holds_at_zero else POSITIVE
+        return NEUTRAL
+
+    def _check(self, divisor: cst.BaseExpression, how: str) -> None:
+        if not self._counts(divisor) or self.ctx.guarded:
+            return
+        if runs_only_if(self.ctx.stack, self._sign, ("ZeroDivisionError", "ArithmeticError")):
+            return
+
+        def at_least_one(updated: cst.BaseExpression) -> cst.Call:
+            bare = updated.with_changes(lpar=[], rpar=[])
+            return cst.Call(cst.Name("max"), [cst.Arg(cst.Integer("1")), cst.Arg(bare)])
+
+        fix = self.make_fix({divisor: at_least_one})
+        self.report(divisor, self.message.format(source_of(divisor), how), fix)
+
+
+RULES = (CudaVersionNone, DeviceCountDivisor)
