@@ -156,3 +156,16 @@ def test_before_1_12_a_device_falls_back_to_the_cpu_without_naming_mps(source, f
     not exist yet."""
     engine = api.engine(settings_from_table({"target-torch-version": "1.8"}))
     assert fix_source(engine, "train.py", source, unsafe=True).source == fixed
+
+
+def test_a_guard_is_a_name_too_a_target_without_it_gets_a_suggestion():
+    """TDV301 guards ``torch.accelerator.synchronize()`` with ``torch.accelerator.is_available()``
+    only where the target torch has it (2.6); on 2.5 the finding keeps a suggestion."""
+    source = "import torch\ntorch.accelerator.synchronize()\n"
+    old, new = (api.engine(settings_from_table({"select": ["TDV301"], "target-torch-version": v})) for v in ("2.5", "2.6"))
+    [finding] = old.check_source("train.py", source).findings
+    assert finding.fix.applicability.value == "display-only"
+    assert fix_source(old, "train.py", source, unsafe=True).source == source
+    assert fix_source(new, "train.py", source, unsafe=True).source == (
+        "import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"
+    )
