@@ -173,6 +173,32 @@ def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_
     assert (tmp_path / "generated" / "out.py").read_text() == hazards
 
 
+@pytest.mark.slow
+def test_the_hooks_read_the_configured_baseline(tmp_path, hook_repo, pre_commit_home):
+    """``baseline`` in pyproject.toml: the README's hooks pass on what it holds and fail on a
+    new hazard alone."""
+    old = 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n'
+    git("init", "-q", cwd=tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.torchdevice-lint]\nbaseline = "torchdevice-baseline.json"\n')
+    (tmp_path / "train.py").write_text(old)
+    written = subprocess.run(
+        [sys.executable, "-m", "torchdevice_lint", "check", "--write-baseline", "torchdevice-baseline.json", "."],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert written.returncode == 0, written.stderr
+    config = readme_snippet().replace("https://github.com/OWNER/torchdevice-lint", str(hook_repo))
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    git("add", ".", cwd=tmp_path)
+    passed = pre_commit("run", "--all-files", cwd=tmp_path, home=pre_commit_home)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    (tmp_path / "train.py").write_text("# moved down\n\n" + old + "head = torch.nn.Linear(2, 1).cuda()\n")
+    failed = pre_commit("run", "--all-files", cwd=tmp_path, home=pre_commit_home)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1, output
+    assert "train.py:5:8: TDV101" in output and "train.py:3:" not in output
+
+
 def test_every_hook_runs_serially():
     """pre-commit splits the files of a hook that may run in parallel into one batch per core:
     each batch would start its own pool and print its own summary."""

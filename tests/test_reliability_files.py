@@ -102,6 +102,7 @@ def test_fix_keeps_mode_bits_and_leaves_no_temporary_file(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
 
 
+@pytest.mark.usefixtures("forked_pool")  # the size limit patched here must reach the workers
 def test_every_bad_input_is_one_error_line_and_the_run_goes_on(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sources, "MAX_FILE_BYTES", 4096)
     bad = {

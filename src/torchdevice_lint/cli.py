@@ -13,12 +13,13 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from . import __version__
+from .project import baseline as baselines
 from .app.add_noqa import add_noqa
 from .app.cache import CACHE_DIR_NAME, ResultCache, default_cache_dir
-from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes, without_target_source
+from .app.config import SettingsResolver, check_codes, find_project_root, find_pyproject, split_codes
 from .app.discovery import Discovery, discover
 from .app.docs import rule_page, write_rule_docs
 from .app.output import (
@@ -73,6 +74,8 @@ def _selection_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings and errors only: no summary, no progress")
     parser.add_argument("--show-settings", action="store_true", help="print the settings the first file is checked with, and exit")
     parser.add_argument("--show-files", action="store_true", help="print the files that would be checked, and exit")
+    parser.add_argument("--baseline", metavar="FILE", help="report only findings not in FILE (default: the configured `baseline`)")
+    parser.add_argument("--no-baseline", action="store_true", help="report every finding, even with a baseline configured")
 
 
 def _fix_options(parser: argparse.ArgumentParser) -> None:
@@ -122,20 +125,6 @@ def _discover(args: argparse.Namespace, resolver: SettingsResolver, run: Setting
         for note in notes:
             _error(note)
     return found
-
-
-def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Settings, List[str]]]:
-    """The files by the settings they are checked with: one group unless configurations nest
-    or projects target different torch releases."""
-    by_identity: Dict[int, Settings] = {}
-    groups: Dict[str, Tuple[Settings, List[str]]] = {}
-    for path in files:
-        settings = resolver(path)
-        if id(settings) not in by_identity:
-            by_identity[id(settings)] = without_target_source(settings)
-        shared = by_identity[id(settings)]
-        groups.setdefault(repr(shared), (shared, []))[1].append(path)
-    return list(groups.values())
 
 
 def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
@@ -216,6 +205,7 @@ def lint_main(argv: Optional[List[str]] = None) -> int:
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     check.add_argument("--statistics", action="store_true", help="print the number of findings per rule instead of the findings")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding")
+    check.add_argument("--write-baseline", metavar="FILE", help="write every finding to FILE as the baseline, and exit")
     check.add_argument("--fix", action="store_true", help="apply the fixes torchdevice-fix applies, then report what remains")
     _fix_options(check)
     check.add_argument("--watch", "-w", action="store_true", help="check again whenever a checked file or a pyproject.toml changes (Ctrl-C stops)")
@@ -300,6 +290,7 @@ def _check_command(args: argparse.Namespace) -> int:
     if args.fix or args.diff:
         return _fix_run(args, resolver, run)
     with_edits = args.output_format in FORMATS_WITH_EDITS and not args.statistics
+    baseline = None if args.write_baseline or args.add_noqa else baselines.configured(run, args.baseline, args.no_baseline)
     missing: List[str] = []
     if args.paths == ["-"]:
         source = _stdin_source(args)
@@ -308,13 +299,12 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
-        sources = source.texts_by_frame()
         targets = ""
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
-        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in resolver.groups(files)]
         try:
             projects = _projects(files)
             for settings, group, cache in groups:
@@ -322,11 +312,14 @@ def _check_command(args: argparse.Namespace) -> int:
                                            cache=cache, on_done=progress.advance))
         finally:
             progress.close()
-        sources = _texts(results)
         targets = resolver.targets_note(files)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
-    return _report(results, sources, missing, args, targets)
+    if args.write_baseline:
+        return _write_baseline_command(args.write_baseline, results, missing)
+    results, filtered = baselines.apply(baseline, results)
+    sources = source.texts_by_frame() if args.paths == ["-"] else _texts(results)
+    return _report(results, sources, missing, args, filtered, targets)
 
 
 def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -334,6 +327,14 @@ def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> 
     for message in list(missing) + [str(r.error) for r in results if r.error is not None] + problems:
         _error(message)
     _error(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+    return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
+
+
+def _write_baseline_command(path: str, results: Sequence[FileResult], missing: Sequence[str]) -> int:
+    written = baselines.rewrite(path, results)
+    for message in list(missing) + [str(r.error) for r in results if r.error is not None]:
+        _error(message)
+    _error(f"Wrote {written} finding{'s' if written != 1 else ''} to the baseline {path}.")
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
@@ -361,7 +362,8 @@ def _texts(results: Sequence[FileResult]) -> dict:
     return texts
 
 
-def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace, targets: str) -> int:
+def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace,
+            filtered: Optional[baselines.Filtered] = None, targets: str = "") -> int:
     results = sorted_results(results)
     for message in missing:
         _error(message)
@@ -373,7 +375,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
     else:
         colour = wants_colour(sys.stdout)
     if args.statistics:
-        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS)
+        text = statistics(results, as_json=args.output_format in MACHINE_FORMATS,
+                          baselined=filtered.baselined if filtered else None)
     else:
         text = render(args.output_format, results, sources, colour=colour)
     if args.output_file:
@@ -384,6 +387,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
         sys.stdout.write(text)
     if not (args.quiet or args.statistics or (args.output_format in MACHINE_FORMATS and not args.output_file)):
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
+        if filtered is not None:
+            print(filtered.summary(), file=sys.stderr)
         if targets:
             print(targets, file=sys.stderr)
     if errors or missing:
@@ -420,6 +425,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     ``check`` reports findings (its output format, output file and exit code)."""
     from_check = getattr(args, "command", None) == "check"
     write = not (args.diff or args.check)
+    baseline = baselines.configured(run, args.baseline, args.no_baseline)  # before any file is written
     if args.paths == ["-"]:
         source = _stdin_source(args)
         if source is None:
@@ -434,10 +440,10 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
             _error(str(result.error))
             return EXIT_ERROR
         sys.stdout.write(result.diff() if args.diff else result.fixed)
-        return _fix_exit([result], args, missing=())
+        return _fix_exit([result], args, (), baselines.apply(baseline, [result.remaining] if result.remaining else [])[0])
     files, missing = _discover(args, resolver, run)
     # Every group's cache directory is accepted or refused before the first file is written.
-    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in resolver.groups(files)]
     for message in missing if not from_check or args.diff else ():
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
@@ -460,32 +466,34 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     if from_check and not args.diff:
         if not args.quiet:
             _error(fix_summary(results, [], False, run.unsafe_fixes, resolver))
-        remaining = [r.remaining or FileResult(r.path, error=r.error) for r in results]
-        return _report(remaining, _texts(remaining), missing, args, resolver.targets_note(files))
+        remaining, filtered = baselines.apply(baseline, [r.remaining or FileResult(r.path, error=r.error) for r in results])
+        return _report(remaining, _texts(remaining), missing, args, filtered, resolver.targets_note(files))
     for result in results:
         if result.error:
             _error(str(result.error))
         elif args.diff and result.changed:
             sys.stdout.write(result.diff())
-    remaining = sorted_results([r.remaining for r in results if r.remaining is not None])
+    remaining, filtered = baselines.apply(baseline, sorted_results([r.remaining for r in results if r.remaining is not None]))
     if not args.diff:
         sys.stdout.write(FORMATS["concise"](remaining, {}))
     if not args.quiet:
         for line in fix_summary(results, remaining, args.diff or args.check, run.unsafe_fixes, resolver).splitlines():
             _error(line)
+        if filtered is not None:
+            _error(filtered.summary())
         for line in resolver.targets_note(files).splitlines():
             _error(line)
-    return _fix_exit(results, args, missing)
+    return _fix_exit(results, args, missing, remaining)
 
 
-def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str]) -> int:
+def _fix_exit(results, args: argparse.Namespace, missing: Sequence[str], remaining: Sequence[FileResult]) -> int:
     if missing or any(r.error for r in results):
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN
     if args.diff or args.check:
         return EXIT_FINDINGS if any(r.changed for r in results) else EXIT_CLEAN
-    return EXIT_FINDINGS if any(r.remaining and r.remaining.findings for r in results) else EXIT_CLEAN
+    return EXIT_FINDINGS if any(r.findings for r in remaining) else EXIT_CLEAN
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -266,8 +266,9 @@ def _valid_fix(fix) -> bool:
 def _valid_finding(item, names: Dict[str, str]) -> bool:
     return (
         isinstance(item, dict)
-        and _has_keys(item, {"code", "name", "message", "filename", "location", "end_location", "fix"})
+        and _has_keys(item, {"code", "name", "message", "filename", "location", "end_location", "fix", "scope", "statement"})
         and isinstance(item["code"], str) and names.get(item["code"]) == item["name"]
+        and isinstance(item["scope"], str) and isinstance(item["statement"], str)
         and isinstance(item["message"], str) and isinstance(item["filename"], str)
         and _is_location(item["location"]) and _is_location(item["end_location"])
         and (item["fix"] is None or _valid_fix(item["fix"]))
@@ -292,7 +293,8 @@ def _result_to_dict(result: FileResult) -> dict:
     return {
         "parsed": result.parsed,
         "error": result.error.message if result.error else None,
-        "findings": [finding.as_dict() for finding in result.findings],
+        # with what a baseline matches findings by (``project/baseline.py``), which JSON output leaves out
+        "findings": [{**finding.as_dict(), "scope": finding.scope, "statement": finding.statement} for finding in result.findings],
     }
 
 
@@ -317,6 +319,8 @@ def _result_from_dict(path: str, data: dict) -> FileResult:
                         for edit in fix["edits"]
                     ],
                 ),
+                scope=item["scope"],
+                statement=item["statement"],
                 cell=item.get("cell"),
             )
         )

@@ -10,6 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..first_stage.triggers import within
+from ..knowledge.backends import DEVICE_MODULES
 from ..knowledge.torch_releases import binding_imports
 from ..model.settings import ConfigError, Settings, parse_version
 from ..rules import all_rules
@@ -41,6 +43,9 @@ _KEYS = {
     "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
+    "baseline": "str",
+    "allowed-backend-paths": "codes",
+    "banned-backend-apis": "codes",
     "fixable": "codes",
     "unfixable": "codes",
     "output-format": "format",
@@ -186,6 +191,19 @@ class SettingsResolver:
             return f"{unbounded}{prefix}{target.source[len(unbounded):]}"
         return f"{prefix}{target.source}"
 
+    def groups(self, files: Sequence[str]) -> List[Tuple[Settings, List[str]]]:
+        """The files by the settings they are checked with: one group unless configurations
+        nest or projects target different torch releases."""
+        by_identity: Dict[int, Settings] = {}
+        groups: Dict[str, Tuple[Settings, List[str]]] = {}
+        for path in files:
+            settings = self(path)
+            if id(settings) not in by_identity:
+                by_identity[id(settings)] = without_target_source(settings)
+            shared = by_identity[id(settings)]
+            groups.setdefault(repr(shared), (shared, []))[1].append(path)
+        return list(groups.values())
+
     def targets_note(self, files: Sequence[str]) -> str:
         """For a run over projects that target different torch releases: each target and the
         pins it comes from. Empty when every file has the same target."""
@@ -236,6 +254,10 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
             check_codes(values.get(key, ()))
         except ConfigError as error:
             raise ConfigError(f"{source}: {key.replace('_', '-')}: {error}") from None
+    for name in values.get("banned_backend_apis", ()):
+        if not (all(part.isidentifier() for part in name.split(".")) and within(name, DEVICE_MODULES)):
+            # TDV905's trigger looks into these modules only
+            raise ConfigError(f"{source}: banned-backend-apis: {name!r} is not a name in {', '.join(DEVICE_MODULES)}")
     for pattern, codes in values.get("per_file_ignores", {}).items():
         try:
             check_codes(codes)

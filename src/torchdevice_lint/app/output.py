@@ -16,6 +16,7 @@ from ..model.findings import FileResult, Finding, position_key
 from ..knowledge.torch_releases import withheld_for_target
 from ..model.fixes import Applicability, target_needed
 from ..model.settings import Settings
+from ..rules import rule_by_code
 from ..syntax.lines import physical_lines
 from .ci_formats import github, gitlab, junit, rdjson, sarif
 from .notebooks import cell_key
@@ -185,8 +186,10 @@ def sorted_results(results: Sequence[FileResult]) -> List[FileResult]:
     return ordered
 
 
-def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
-    """``--statistics``: findings per rule, most frequent first; ``[*]`` when some have a safe fix."""
+def statistics(results: Sequence[FileResult], as_json: bool = False, baselined: Optional[Counter] = None) -> str:
+    """``--statistics``: findings per rule, most frequent first; ``[*]`` when some have a safe fix.
+    With a baseline (``baselined``: code -> findings it held) the counts are the new findings,
+    and how many the baseline held follows: a last line, or a ``baselined`` field per rule."""
     counts: Counter = Counter()
     names, fixable = {}, set()
     for f in (f for r in results for f in r.findings):
@@ -197,9 +200,16 @@ def statistics(results: Sequence[FileResult], as_json: bool = False) -> str:
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if as_json:
         rows = [{"code": c, "name": names[c], "count": n, "fixable": c in fixable} for c, n in ordered]
+        if baselined is not None:
+            rows += [{"code": c, "name": rule_by_code(c).name, "count": 0, "fixable": False} for c in sorted(set(baselined) - set(counts))]
+            rows = [dict(row, baselined=baselined.get(row["code"], 0)) for row in rows]
         return json.dumps(rows, indent=2) + "\n"
     width = len(str(max(counts.values()))) if counts else 1
-    return "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
+    text = "".join(f"{str(n).rjust(width)}\t{c}\t{'[*]' if c in fixable else '[ ]'} {names[c]}\n" for c, n in ordered)
+    if baselined is not None:
+        total = sum(baselined.values())
+        text += f"{total} more baselined\n"
+    return text
 
 
 def settings_text(target: str, config: Optional[str], settings, project: Optional[str], origin: str) -> str:

@@ -135,9 +135,11 @@ def node_span(positions: dict, node: "cst.CSTNode") -> Tuple[Location, Location]
 
 
 def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: bool) -> Finding:
-    from .edits import fix_info  # LibCST: a finding exists only once the file was parsed
+    from ..syntax.cst_statement import scope_of, statement_of  # LibCST: a finding exists only once the file was parsed
+    from .edits import fix_info
 
     start, end = node_span(analysis.positions, raw.node)
+    place = _paths(analysis)[id(raw.node)]
     return Finding(
         code=raw.rule.code,
         name=raw.rule.name,
@@ -146,7 +148,20 @@ def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: b
         location=start,
         end_location=end,
         fix=fix_info(raw, analysis, with_edits) if raw.fix else None,
+        scope=scope_of(place),
+        statement=statement_of(place),
     )
+
+
+def _paths(analysis: "Analysis") -> dict:
+    """id(node) -> the nodes from the module down to it, for every finding of the analysis:
+    found once per analysis (one walk for the nodes reported below where the pass stood)."""
+    paths = analysis.derived.get("paths")
+    if paths is None:
+        from ..syntax.cst_statement import paths_to
+
+        paths = analysis.derived["paths"] = paths_to([(raw.node, raw.ancestors) for raw in analysis.findings])
+    return paths
 
 
 def _unused_noqa_finding(path: str, rule: Type[Rule], directive: noqa.UnusedDirective) -> Finding:
@@ -159,4 +174,6 @@ def _unused_noqa_finding(path: str, rule: Type[Rule], directive: noqa.UnusedDire
         location=Location(directive.row, directive.column),
         end_location=Location(directive.row, directive.end_column),
         fix=FixInfo(rule.fix_safety, rule.fix_title or "", []),
+        scope="",
+        statement=f"# noqa: {codes}",
     )

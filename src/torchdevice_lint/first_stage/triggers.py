@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from itertools import product
-from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .facts import Facts
 
@@ -170,6 +170,32 @@ class Resolved(Trigger):
         head, dot, rest = dotted.partition(".")
         bound = facts.imports.get(head)
         return bound is not None and any(base + dot + rest in self.names for base in bound)
+
+
+def within(name: str, namespaces: Sequence[str]) -> bool:
+    """Whether ``name`` is one of ``namespaces`` or below one: ``torch.cuda.Stream`` in ``torch.cuda``."""
+    return any(name == namespace or name.startswith(namespace + ".") for namespace in namespaces)
+
+
+class Within(Trigger):
+    """A name imported from one of ``namespaces``, or a dotted name resolving into one through
+    the file's imports (``from torch import cuda``, ``th.cuda.Stream``): for rules that report
+    every use of a module."""
+
+    def __init__(self, namespaces: Sequence[str]) -> None:
+        self.namespaces = tuple(namespaces)
+
+    def __repr__(self) -> str:
+        return f"Within({list(self.namespaces)})"
+
+    def matches(self, facts: Facts) -> bool:
+        if any(within(name, self.namespaces) for bound in facts.imports.values() for name in bound):
+            return True
+        for dotted in facts.references:
+            head, dot, rest = dotted.partition(".")
+            if any(within(base + dot + rest, self.namespaces) for base in facts.imports.get(head, ())):
+                return True
+        return False
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,14 @@ BACKENDS: Dict[str, Backend] = {
 #: ``torch.accelerator``: whichever accelerator the machine has.
 ACCELERATOR = Backend("accelerator", "an accelerator", "on a machine without any accelerator", "{t}.accelerator.is_available()")
 
+#: The modules of the accelerators' own APIs: torch's (``torch.cuda``, ``torch.mps``, ``torch.xpu``,
+#: ``torch.mtia``) and those an out-of-tree backend registers (``torch.npu``, ``torch.hpu``, torch_musa's
+#: ``torch.musa``, Rebellions' ``torch.rbln``, AWS Neuron's ``torch.neuron``). XLA's is torch_xla's own.
+ACCELERATOR_MODULES = tuple(f"torch.{name}" for name in BACKENDS if name != "xla") + (
+    "torch.mtia", "torch.musa", "torch.rbln", "torch.neuron",
+)
+#: Those and ``torch.cpu``: every module a project may confine to its platform layer (TDV905).
+DEVICE_MODULES = ACCELERATOR_MODULES + ("torch.cpu",)
 #: The device types other than CUDA, with the hardware each needs.
 OTHER_BACKENDS: Dict[str, str] = {name: backend.hardware for name, backend in BACKENDS.items() if name != "cuda"}
 #: ``x.xpu()`` and friends (``.cuda()`` has rules of its own).

@@ -58,6 +58,11 @@ class Finding:
     location: Location
     end_location: Location
     fix: Optional[FixInfo] = None
+    #: Where it stands, for a baseline to match it without its line: the dotted name of the
+    #: functions and classes around it (``""`` at module level) and its statement's code,
+    #: normalised (``syntax/cst_statement.py``). Not part of the JSON output.
+    scope: Optional[str] = None
+    statement: Optional[str] = None
     #: In a notebook, the cell (1-based, among all its cells) the positions are relative to.
     cell: Optional[int] = None
 

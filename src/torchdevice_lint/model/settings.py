@@ -73,6 +73,12 @@ class Settings:
     #: CPU seconds one file may take to check or fix before it gets an error and the run goes
     #: on (0: no limit). Generated files can take minutes; no real source file takes seconds.
     per_file_timeout: float = 60.0
+    #: The baseline ``check`` reads (relative to ``root``): findings it holds are not reported.
+    baseline: Optional[str] = None
+    #: TDV905: gitignore patterns of the platform layer, where backend APIs may be used, and
+    #: the backend APIs it bans elsewhere (empty: every ``torch.<backend>``).
+    allowed_backend_paths: Sequence[str] = ()
+    banned_backend_apis: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         # Both are written into users' files verbatim: a name that is not an identifier would

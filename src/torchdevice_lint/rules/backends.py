@@ -1,6 +1,7 @@
-"""Placement on accelerators other than CUDA: MPS, XPU, NPU, HPU and XLA.
+"""Placement on accelerators other than CUDA: MPS, XPU, NPU, HPU and XLA; and (opt-in, TDV905)
+any backend's own API outside a project's platform layer.
 
-One rule, TDV105, rather than TDV101/TDV102 widened: a project that targets one of these
+TDV105 is one rule rather than TDV101/TDV102 widened: a project that targets one of these
 backends on purpose (a Mac-only app, a Gaudi trainer) can turn it off without losing the CUDA
 rules, and the message names the hardware each device needs.
 """
@@ -9,13 +10,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..engine.rule import Invalid, Valid
-from ..first_stage.triggers import Placed, Triggers
-from ..knowledge.backends import DEVICE_METHODS, OTHER_BACKENDS, backend_of_device_string
+from ..engine.rule import Invalid, Rule, Valid
+from ..first_stage.triggers import Placed, Triggers, Within, within
+from ..knowledge.backends import ACCELERATOR_MODULES, DEVICE_METHODS, DEVICE_MODULES, OTHER_BACKENDS, backend_of_device_string
 from ..model.fixes import Applicability
+from ..model.settings import compiled_patterns, relative_path
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
-from .common import availability_check, method_name
+from .common import availability_check, display_only, method_name
 from .placement import HardcodedCudaDevice, report_device_method
 
 # Tensor and module methods that move to a backend: ``.xpu()`` is torch's own, ``.npu()`` and
@@ -184,4 +186,68 @@ class HardcodedBackendDevice(HardcodedCudaDevice):
         return super()._argument_usage(call, arg)
 
 
-RULES = (HardcodedBackendDevice,)
+class BackendApiOutsidePlatformLayer(Rule):
+    code = "TDV905"
+    name = "backend-api-outside-platform-layer"
+    message = "`{}` outside the platform layer (`allowed-backend-paths`): go through the project's device abstraction"
+    fix_title = "Call the platform layer, or move this code into it"
+    default_enabled = False
+    what = (
+        "Checks for every use of an accelerator's own API (`torch.cuda`, `torch.mps`, `torch.xpu`, "
+        "`torch.mtia`, `torch.npu`, `torch.hpu`, `torch.musa`, `torch.rbln`, `torch.neuron`: calls, "
+        "attributes, annotations, names imported from them), guarded or not, in files outside "
+        "`allowed-backend-paths` (gitignore patterns, relative to the `pyproject.toml`). "
+        '`banned-backend-apis` bans some names instead: `["torch.cuda.empty_cache"]` that one and '
+        'whatever is below it, `["torch.cuda", "torch.cpu"]` those modules. An import is not reported, its uses are.'
+    )
+    why = (
+        "Projects that run on several accelerators (vLLM, DeepSpeed, LMCache) route every device call "
+        "through one platform layer and ban `torch.cuda` elsewhere with a grep hook. Resolving names "
+        "through the imports catches `from torch import cuda` and aliases, and skips comments and strings."
+    )
+    fix_safety_note = "The replacement is the project's own API: there is no automatic fix."
+    triggers = Within(DEVICE_MODULES)
+    valid = (
+        Valid("import torch\nn = torch.accelerator.device_count()\n"),
+        Valid("import torch\ntorch.cuda.synchronize()\n", config={"allowed-backend-paths": ["example.py"]}),
+        Valid("import torch\ntorch.cuda.manual_seed(0)\n", config={"banned-backend-apis": ["torch.cuda.empty_cache"]}),
+        Valid("from numba import cuda\ncuda.synchronize()\n# torch.cuda.synchronize()\nprint('torch.cuda')\n"),
+        Valid("import torch\nok = torch.cuda.is_available()  # noqa: TDV905 - the CUDA graph path\n"),
+    )
+    invalid = (
+        Invalid("import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n", count=2),
+        Invalid("from torch import cuda\n\ndef free():\n    cuda.empty_cache()\n"),
+        Invalid("import torch\nimport torch.cuda\nfrom torch.cuda import Stream as S\n\ndef run(s: S = S()):\n    return s\n", count=2),
+        Invalid("import torch as th\nfree = th.mps.recommended_max_memory() - th.xpu.get_device_properties(0).total_memory\n", count=2),
+        Invalid("import torch\ntorch.cuda.empty_cache()\n", config={"banned-backend-apis": ["torch.cuda.empty_cache"]}),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        allowed = tuple(ctx.settings.allowed_backend_paths)
+        self.allowed = bool(allowed) and compiled_patterns(allowed).match_file(relative_path(ctx.path, ctx.settings.root))
+        self.banned = tuple(ctx.settings.banned_backend_apis) or ACCELERATOR_MODULES
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        parent = self.ctx.parent()
+        if not (isinstance(parent, cst.Attribute) and parent.value is node):  # a whole chain, once
+            self._check(node, parent)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        parent = self.ctx.parent()
+        if isinstance(parent, cst.Attribute):
+            return  # a chain's head or an attribute's own name: the chain is checked whole
+        if isinstance(parent, (cst.FunctionDef, cst.ClassDef, cst.Param)) and parent.name is node:
+            return
+        if not (isinstance(parent, cst.Arg) and parent.keyword is node):
+            self._check(node, parent)
+
+    def _check(self, node: cst.BaseExpression, parent) -> None:
+        if self.allowed or isinstance(parent, (cst.Import, cst.ImportFrom, cst.ImportAlias, cst.AsName)):
+            return
+        name = self.ctx.qualname(node)
+        if name is not None and within(name, self.banned):
+            self.report(node, self.message.format(name), display_only(self, self.fix_title))
+
+
+RULES = (HardcodedBackendDevice, BackendApiOutsidePlatformLayer)
