@@ -40,6 +40,7 @@ from torchdevice_lint.app.sources import SourceError, read_source
 from torchdevice_lint.engine.devices import CUDA_OR_CPU_EXPRESSION
 from torchdevice_lint.engine.engine import Engine
 from torchdevice_lint.engine.fixer import FixError, FixOutcome, fix_source
+from torchdevice_lint.knowledge.torch_releases import binding_expression
 from torchdevice_lint.model.settings import Settings
 
 if __package__ in (None, ""):  # run as a script: make ``bench`` importable
@@ -80,7 +81,7 @@ def device_bindings(engine: Engine) -> Tuple[str, ...]:
     """The module-level device bindings a fix may insert: the target's, or CUDA-or-CPU in a file
     whose own placement is CUDA-or-CPU."""
     name = engine.settings.device_name
-    return (f"{name} = {engine.settings.binding_expression()}", f"{name} = {CUDA_OR_CPU_EXPRESSION}")
+    return (f"{name} = {binding_expression(engine.settings)}", f"{name} = {CUDA_OR_CPU_EXPRESSION}")
 
 
 def _is_file_level_line(line: str, bindings: Sequence[str]) -> bool:

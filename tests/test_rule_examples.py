@@ -48,7 +48,7 @@ def test_invalid_example_is_reported_and_fixed_as_declared(rule, example, tmp_pa
     result = engine.check_source(path, example.code)
     assert result.error is None
     assert [f.code for f in result.findings] == [rule.code] * example.count
-    expected_safety = (example.applicability or rule.fix_safety).value
+    expected_safety = (example.applicability or rule.fix_safety).value if example.offers_fix else None
     assert [f.fix.applicability if f.fix else None for f in result.findings] == [expected_safety] * example.count
 
     outcome = fix_source(engine, path, example.code, unsafe=True)

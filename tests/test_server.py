@@ -7,6 +7,7 @@ import pytest
 from test_editor import apply_edits
 
 from bench.lsp_client import LspClient, file_uri
+from torchdevice_lint.knowledge.torch_releases import binding_expression
 from torchdevice_lint.model.settings import Settings
 
 pytest.importorskip("pygls", reason="the language server needs the lsp extra")
@@ -134,7 +135,7 @@ def test_a_client_that_resolves_gets_the_edit_when_it_picks_the_fix(project):
     assert "edit" in noqa  # cheap: sent at once
     resolved = client.request("codeAction/resolve", quick)["result"]
     fixed = apply_edits(BUFFER, resolved["edit"]["changes"][uri])
-    binding = Settings().binding_expression()
+    binding = binding_expression(Settings())
     assert fixed == f'import torch\n\ndevice = {binding}\nx = torch.ones(1).to(device)\nstate = torch.load("m.pt")\n'
     client.close()
 

@@ -13,7 +13,7 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from . import __version__
 from .project import baseline as baselines
@@ -37,6 +37,7 @@ from .app.output import (
 )
 from .app.parallel import check_paths, fix_paths
 from .app.progress import Progress
+from .project.roots import declared_root
 from .app.runner import StopOnInterrupt, check_file, fix_file
 from .app.sources import SourceError, SourceFile, decode, read_source
 from .app.watch import pyprojects_above, watch
@@ -126,15 +127,6 @@ def _discover(args: argparse.Namespace, resolver: SettingsResolver, run: Setting
     return found
 
 
-def _groups(files: Sequence[str], resolver: SettingsResolver) -> List[Tuple[Settings, List[str]]]:
-    """The files by the settings they are checked with (one group unless projects nest)."""
-    groups: Dict[int, Tuple[Settings, List[str]]] = {}
-    for path in files:
-        settings = resolver(path)
-        groups.setdefault(id(settings), (settings, []))[1].append(path)
-    return list(groups.values())
-
-
 def _cache(args: argparse.Namespace, settings: Settings, with_edits: bool) -> Optional[ResultCache]:
     if args.no_cache:
         return None
@@ -162,7 +154,9 @@ def _show(args: argparse.Namespace, resolver: SettingsResolver, run: Settings) -
     if args.show_settings:
         target = files[0] if files else (args.stdin_filename or next(iter(args.paths), "."))
         config = Path(args.config) if args.config else find_pyproject(target)
-        print(settings_text(target, str(config) if config else None, resolver(target)), end="")
+        root = declared_root(target)
+        print(settings_text(target, str(config) if config else None, resolver(target), str(root) if root else None,
+                            resolver.target_origin(target)), end="")
     else:
         print("".join(f"{os.path.abspath(path)}\n" for path in sorted(files, key=os.path.abspath)), end="")
     return EXIT_ERROR if missing else EXIT_CLEAN
@@ -305,11 +299,12 @@ def _check_command(args: argparse.Namespace) -> int:
         results = [] if _stdin_excluded(args, resolver, run) else [
             check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
         ]
+        targets = ""
     else:
         files, missing = _discover(args, resolver, run)
         progress = Progress(0 if args.quiet else len(files), sys.stderr)
         results = []
-        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in _groups(files, resolver)]
+        groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in resolver.groups(files)]
         try:
             projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None))
             for settings, group, cache in groups:
@@ -317,13 +312,14 @@ def _check_command(args: argparse.Namespace) -> int:
                                            cache=cache, on_done=progress.advance))
         finally:
             progress.close()
+        targets = resolver.targets_note(files)
     if args.add_noqa:
         return _add_noqa_command(results, missing)
     if args.write_baseline:
         return _write_baseline_command(args.write_baseline, results, missing)
     results, filtered = baselines.apply(baseline, results)
     sources = source.texts_by_frame() if args.paths == ["-"] else _texts(results)
-    return _report(results, sources, missing, args, filtered)
+    return _report(results, sources, missing, args, filtered, targets)
 
 
 def _add_noqa_command(results: Sequence[FileResult], missing: Sequence[str]) -> int:
@@ -367,7 +363,7 @@ def _texts(results: Sequence[FileResult]) -> dict:
 
 
 def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str], args: argparse.Namespace,
-            filtered: Optional[baselines.Filtered] = None) -> int:
+            filtered: Optional[baselines.Filtered] = None, targets: str = "") -> int:
     results = sorted_results(results)
     for message in missing:
         _error(message)
@@ -393,6 +389,8 @@ def _report(results: Sequence[FileResult], sources: dict, missing: Sequence[str]
         print(summary(results, colour=wants_colour(sys.stderr)), file=sys.stderr)
         if filtered is not None:
             print(filtered.summary(), file=sys.stderr)
+        if targets:
+            print(targets, file=sys.stderr)
     if errors or missing:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(r.findings for r in results) and not args.exit_zero else EXIT_CLEAN
@@ -445,7 +443,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
         return _fix_exit([result], args, (), baselines.apply(baseline, [result.remaining] if result.remaining else [])[0])
     files, missing = _discover(args, resolver, run)
     # Every group's cache directory is accepted or refused before the first file is written.
-    groups = [(settings, group, _cache(args, settings, False)) for settings, group in _groups(files, resolver)]
+    groups = [(settings, group, _cache(args, settings, False)) for settings, group in resolver.groups(files)]
     for message in missing if not from_check or args.diff else ():
         _error(message)
     progress = Progress(0 if args.quiet else len(files), sys.stderr, verb="Fixing")
@@ -469,7 +467,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
         if not args.quiet:
             _error(fix_summary(results, [], False, run.unsafe_fixes, resolver))
         remaining, filtered = baselines.apply(baseline, [r.remaining or FileResult(r.path, error=r.error) for r in results])
-        return _report(remaining, _texts(remaining), missing, args, filtered)
+        return _report(remaining, _texts(remaining), missing, args, filtered, resolver.targets_note(files))
     for result in results:
         if result.error:
             _error(str(result.error))
@@ -483,6 +481,8 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
             _error(line)
         if filtered is not None:
             _error(filtered.summary())
+        for line in resolver.targets_note(files).splitlines():
+            _error(line)
     return _fix_exit(results, args, missing, remaining)
 
 

@@ -7,7 +7,9 @@ rules (TDV9xx) are yielded only when flake8's selection names them explicitly (e
 What flake8 has no words for comes from the file's ``[tool.torchdevice-lint]`` table: the
 platform layer of TDV905 (``allowed-backend-paths``, ``banned-backend-apis``) and the
 ``baseline``, whose findings are not yielded. ``--torchdevice-baseline FILE`` (or
-``torchdevice-baseline = FILE`` in flake8's configuration) names another baseline.
+``torchdevice-baseline = FILE`` in flake8's configuration) names another baseline. Each file is
+judged for its own target torch, the one ``check`` gives it (``target-torch-version`` of the
+configuration that governs it, else its project's torch requirement).
 """
 
 from __future__ import annotations
@@ -97,11 +99,12 @@ class Plugin:
     @classmethod
     def _engine(cls, project: api.Settings) -> Engine:
         """flake8's selection, with the project's platform layer (and its root, which the
-        layer's patterns are relative to)."""
-        layer = (project.root, tuple(project.allowed_backend_paths), tuple(project.banned_backend_apis))
+        layer's patterns are relative to) and the file's target torch."""
+        layer = (project.root, tuple(project.allowed_backend_paths), tuple(project.banned_backend_apis), project.target_torch_version)
         if layer not in cls._engines:
             cls._engines[layer] = api.engine(
-                replace(cls._settings, root=layer[0], allowed_backend_paths=layer[1], banned_backend_apis=layer[2]),
+                replace(cls._settings, root=layer[0], allowed_backend_paths=layer[1], banned_backend_apis=layer[2],
+                        target_torch_version=layer[3]),
                 projects=cls._projects,
             )
         return cls._engines[layer]

@@ -43,6 +43,7 @@ from .app.editor import (
     text_edits,
     uri_to_path,
 )
+from .project.roots import PROJECT_FILE_PATTERNS, is_project_file
 
 #: Seconds of quiet after a change before the buffer is checked again.
 DEBOUNCE_SECONDS = 0.2
@@ -192,13 +193,14 @@ def initialize(ls: TorchdeviceServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.INITIALIZED)
 def initialized(ls: TorchdeviceServer, params: types.InitializedParams) -> None:
-    """Ask the editor to report changes to any pyproject.toml (where it can watch files)."""
+    """Ask the editor to report changes to any project file: pyproject.toml, requirements,
+    setup files, conda environments (where it can watch files)."""
     workspace = ls.client_capabilities.workspace
     watched = workspace.did_change_watched_files if workspace else None
     if watched is not None and watched.dynamic_registration:
-        watchers = [types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        watchers = [types.FileSystemWatcher(glob_pattern=pattern) for pattern in PROJECT_FILE_PATTERNS]
         ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
-            id="torchdevice-lint-pyproject",
+            id="torchdevice-lint-project-files",
             method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
         )]))
@@ -216,7 +218,7 @@ def did_change(ls: TorchdeviceServer, params: types.DidChangeTextDocumentParams)
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: TorchdeviceServer, params: types.DidSaveTextDocumentParams) -> None:
-    if params.text_document.uri.endswith("/pyproject.toml"):
+    if is_project_file(params.text_document.uri):
         ls.reload_settings()  # for editors that do not watch files
     else:
         ls.publish(params.text_document.uri)
@@ -258,7 +260,7 @@ def notebook_did_close(ls: TorchdeviceServer, params: types.DidCloseNotebookDocu
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(ls: TorchdeviceServer, params: types.DidChangeWatchedFilesParams) -> None:
-    if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+    if any(is_project_file(change.uri) for change in params.changes):
         ls.reload_settings()
 
 

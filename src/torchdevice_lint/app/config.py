@@ -8,19 +8,24 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..first_stage.triggers import within
 from ..knowledge.backends import DEVICE_MODULES
-from ..model.settings import ConfigError, Settings
+from ..knowledge.torch_releases import binding_imports
+from ..model.settings import ConfigError, Settings, parse_version
 from ..rules import all_rules
 from .output import FORMATS
-from .torch_target import with_inferred_target
+from .torch_target import TorchTarget, target_for, with_target
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised only on old interpreters
     import tomli as tomllib
+
+
+#: Pins the targets note names per target torch before it counts them.
+MAX_ORIGINS_LISTED = 4
 
 
 _KEYS = {
@@ -118,26 +123,41 @@ def find_project_root(start: str) -> Optional[Path]:
 def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settings:
     """Settings from ``config_file``, else the nearest pyproject.toml with a
     ``[tool.torchdevice-lint]`` table above ``start``; defaults rooted at the project (or the
-    current directory) when there is none."""
+    current directory) when there is none. The target torch is that of ``start``'s project
+    unless the configuration sets one."""
+    settings, configured = _configured_settings(start, config_file)
+    return settings if configured else with_target(settings, target_for(start))
+
+
+def _configured_settings(start: str, config_file: Optional[str]) -> Tuple[Settings, bool]:
+    """The configuration's settings for ``start``, and whether it sets ``target-torch-version``."""
     path = Path(config_file) if config_file else find_pyproject(start)
     if path is None:
-        settings = Settings(root=str(find_project_root(start) or os.path.abspath(".")))
-        return with_inferred_target(settings, _directory_of(start), configured=False)
+        return Settings(root=str(find_project_root(start) or os.path.abspath("."))), False
     table = _extended_table(path)
     settings = settings_from_table(table, source=str(path), root=str(Path(os.path.abspath(path)).parent))
-    return with_inferred_target(settings, Path(os.path.abspath(path)).parent, configured="target-torch-version" in table)
+    return settings, "target-torch-version" in table
+
+
+def without_target_source(settings: Settings) -> Settings:
+    """What findings and fixes depend on: the target's source is a label, so projects that
+    target the same torch share one engine, one pool and one cache file."""
+    return replace(settings, target_torch_source="")
 
 
 class SettingsResolver:
     """The settings each file is checked with: those of the nearest pyproject.toml with a
     ``[tool.torchdevice-lint]`` table above it (ruff's hierarchical configuration), or of
-    ``--config`` for every file, with the command line's ``overrides`` applied on top."""
+    ``--config`` for every file, with the target torch of the file's own project unless the
+    configuration sets one, and the command line's ``overrides`` applied on top."""
 
     def __init__(self, config_file: Optional[str] = None, overrides: Callable[[Settings], Settings] = lambda s: s) -> None:
         self.config_file = config_file
         self.overrides = overrides
         self._by_directory: Dict[str, Settings] = {}
-        self._by_source: Dict[str, Settings] = {}
+        self._by_source: Dict[str, Tuple[Settings, bool]] = {}
+        self._by_target: Dict[tuple, Settings] = {}
+        self._targets: Dict[str, Optional[TorchTarget]] = {}
         self._configs: Dict[str, Optional[str]] = {}
 
     def __call__(self, path: str) -> Settings:
@@ -147,9 +167,57 @@ class SettingsResolver:
             config = self.config_file and str(Path(self.config_file).resolve()) or self._config_above(directory)
             key = config or f"defaults:{find_project_root(str(directory))}"
             if key not in self._by_source:
-                self._by_source[key] = self.overrides(load_settings(str(directory), config))
-            settings = self._by_directory[str(directory)] = self._by_source[key]
+                self._by_source[key] = _configured_settings(str(directory), config)
+            configured, sets_target = self._by_source[key]
+            target = None if sets_target else target_for(str(directory))
+            if (key, target) not in self._by_target:
+                chosen = configured if target is None else with_target(configured, target)
+                self._by_target[key, target] = self.overrides(chosen)
+            settings = self._by_directory[str(directory)] = self._by_target[key, target]
+            self._targets[str(directory)] = target
         return settings
+
+    def target_origin(self, path: str) -> str:
+        """Where the target torch of ``path`` comes from, with the project root it was read in
+        (``projC/environment.yml: pytorch=1.8.1``), for summaries of runs over several projects."""
+        settings = self(path)
+        target = self._targets[str(_directory_of(path))]
+        if target is None or target.root is None or settings.target_torch_source != target.source:
+            return settings.target_torch_source
+        shown = _shown_path(target.root)
+        prefix = "" if shown == "." else f"{shown}/"
+        unbounded = "default ("  # a torch requirement without a lower bound: which one
+        if target.source.startswith(unbounded):
+            return f"{unbounded}{prefix}{target.source[len(unbounded):]}"
+        return f"{prefix}{target.source}"
+
+    def groups(self, files: Sequence[str]) -> List[Tuple[Settings, List[str]]]:
+        """The files by the settings they are checked with: one group unless configurations
+        nest or projects target different torch releases."""
+        by_identity: Dict[int, Settings] = {}
+        groups: Dict[str, Tuple[Settings, List[str]]] = {}
+        for path in files:
+            settings = self(path)
+            if id(settings) not in by_identity:
+                by_identity[id(settings)] = without_target_source(settings)
+            shared = by_identity[id(settings)]
+            groups.setdefault(repr(shared), (shared, []))[1].append(path)
+        return list(groups.values())
+
+    def targets_note(self, files: Sequence[str]) -> str:
+        """For a run over projects that target different torch releases: each target and the
+        pins it comes from. Empty when every file has the same target."""
+        origins: Dict[str, Dict[str, None]] = {}
+        for path in files:
+            origins.setdefault(self(path).target_torch_version, {})[self.target_origin(path)] = None
+        if len(origins) < 2:
+            return ""
+        lines = ["Target torch per project (fixes write only names it has):"]
+        for version in sorted(origins, key=parse_version):
+            named = list(origins[version])
+            more = f"; and {len(named) - MAX_ORIGINS_LISTED} more" if len(named) > MAX_ORIGINS_LISTED else ""
+            lines.append(f"  {version}: {'; '.join(named[:MAX_ORIGINS_LISTED])}{more}")
+        return "\n".join(lines)
 
     def _config_above(self, directory: Path) -> Optional[str]:
         """``find_pyproject``, memoised per directory: each pyproject.toml is read once."""
@@ -161,6 +229,12 @@ class SettingsResolver:
             else:
                 self._configs[key] = None if directory.parent == directory else self._config_above(directory.parent)
         return self._configs[key]
+
+
+def _shown_path(directory: Path) -> str:
+    """``directory`` relative to the working directory when it is below it, else absolute."""
+    relative = os.path.relpath(directory)
+    return str(directory) if relative.startswith("..") else Path(relative).as_posix()
 
 
 def settings_from_table(table: dict, source: str = "configuration", root: str = ".") -> Settings:
@@ -194,10 +268,11 @@ def settings_from_table(table: dict, source: str = "configuration", root: str = 
         if "target_torch_version" in values:
             settings = replace(settings, target_torch_source=f"{source} [tool.torchdevice-lint] target-torch-version")
         settings.target_version()  # reject a malformed version now, not at the first fix
-        settings.binding_imports()  # and a malformed device-import
+        binding_imports(settings)  # and a malformed device-import
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from None
-    _check_expression(settings.binding_expression(), source)
+    if settings.device_expression:
+        _check_expression(settings.device_expression, source)
     if "exclude" in values:
         settings = replace(settings, exclude=tuple(values["exclude"]))
     return settings

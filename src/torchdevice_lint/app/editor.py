@@ -31,7 +31,8 @@ from ..rules import all_rules, rule_by_code
 from ..syntax.cells import CellsMoved, JoinedCells
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .cache import user_cache_root
-from .config import find_pyproject, load_settings
+from .config import SettingsResolver, find_pyproject, without_target_source
+from .torch_target import forget_targets, target_for, with_target
 from .docs import rule_page
 from .notebooks import edits_in_cells, finding_in_cells, result_in_cells
 from .runner import fix_file
@@ -347,33 +348,46 @@ def _row_facts(checked: Checked) -> Tuple[Dict[int, Tuple[int, str]], Set[int]]:
 
 # -- settings ------------------------------------------------------------------------------
 class Projects:
-    """An engine per project (the nearest pyproject.toml above a file), its settings loaded by
-    ``app/config.py`` as the command line loads them; forgotten when a pyproject.toml changes.
-    ``unsafe_fixes`` (the editor's setting) overrides the project's when given."""
+    """An engine per project and target torch, each file's settings resolved as the command line
+    resolves them (``app/config.py``: the nearest ``[tool.torchdevice-lint]`` table, the target
+    torch of the file's own project); forgotten when a project file changes. ``unsafe_fixes``
+    (the editor's setting) overrides the project's when given."""
 
     def __init__(self, unsafe_fixes: Optional[bool] = None) -> None:
         self.unsafe_fixes = unsafe_fixes
-        self._engines: Dict[str, Tuple[Engine, Optional[str]]] = {}
+        self._resolver = SettingsResolver(overrides=lambda settings: settings.with_overrides(unsafe_fixes=unsafe_fixes))
+        self._engines: Dict[Tuple[str, Optional[str]], Tuple[Engine, Optional[str]]] = {}
+        #: Directories whose configuration does not load: the defaults and the error.
+        self._broken: Dict[str, Tuple[Settings, str]] = {}
         #: The project model every engine judges with; open buffers replace their files in it.
         self.models = ProjectModels()
 
     def engine_for(self, path: str) -> Tuple[Engine, Optional[str]]:
         """The engine for a file, and the configuration error that made it fall back to the
         defaults (None when the configuration loaded)."""
-        pyproject = find_pyproject(path)
-        key = str(pyproject) if pyproject else os.path.dirname(os.path.abspath(path))
-        if key not in self._engines:
-            error = None
+        directory = os.path.dirname(os.path.abspath(path))
+        if directory in self._broken:
+            settings, error = self._broken[directory]
+        else:
             try:
-                settings = load_settings(path)
+                settings, error = self._resolver(path), None
             except ConfigError as problem:
-                settings, error = Settings(root=os.path.dirname(key) if pyproject else key), str(problem)
-            settings = settings.with_overrides(unsafe_fixes=self.unsafe_fixes)
-            self._engines[key] = (Engine(settings, all_rules(), self.models), error)
+                pyproject = find_pyproject(path)
+                root = os.path.dirname(str(pyproject)) if pyproject else directory
+                settings = with_target(Settings(root=root), target_for(path)).with_overrides(unsafe_fixes=self.unsafe_fixes)
+                error = str(problem)
+                self._broken[directory] = (settings, error)
+        shared = without_target_source(settings)
+        key = (repr(shared), error)
+        if key not in self._engines:
+            self._engines[key] = (Engine(shared, all_rules(), self.models), error)
         return self._engines[key]
 
     def forget(self) -> None:
+        self._resolver = SettingsResolver(overrides=self._resolver.overrides)
         self._engines.clear()
+        self._broken.clear()
+        forget_targets()
         self.models = ProjectModels()
 
 

@@ -11,7 +11,9 @@ import unicodedata
 from collections import Counter
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
+from ..knowledge.torch_releases import binding_expression
 from ..model.findings import FileResult, Finding, position_key
+from ..knowledge.torch_releases import withheld_for_target
 from ..model.fixes import Applicability, target_needed
 from ..model.settings import Settings
 from ..rules import rule_by_code
@@ -210,15 +212,18 @@ def statistics(results: Sequence[FileResult], as_json: bool = False, baselined: 
     return text
 
 
-def settings_text(target: str, config: Optional[str], settings) -> str:
-    """``--show-settings``: where the settings of ``target`` come from and their values."""
+def settings_text(target: str, config: Optional[str], settings, project: Optional[str], origin: str) -> str:
+    """``--show-settings``: where the settings of ``target`` come from (the configuration, the
+    project root, the pin its target torch is read from) and their values."""
     lines = [f"Resolved settings for: {json.dumps(os.path.abspath(target))}",
-             f"Settings path: {json.dumps(os.path.abspath(config)) if config else '(none: defaults)'}", ""]
+             f"Settings path: {json.dumps(os.path.abspath(config)) if config else '(none: defaults)'}",
+             f"Project root: {json.dumps(project) if project else '(none)'}",
+             f"Target torch: {settings.target_torch_version} from {origin}", ""]
     for field in dataclasses.fields(settings):
         value = getattr(settings, field.name)
         value = list(value) if isinstance(value, tuple) else value
         if field.name == "device_expression" and value is None:
-            value = settings.binding_expression()
+            value = binding_expression(settings)
         lines.append(f"{field.name.replace('_', '-')} = {json.dumps(value)}")
     return "\n".join(lines) + "\n"
 
@@ -325,13 +330,18 @@ def fix_summary(results: Iterable, remaining: Sequence[FileResult], preview: boo
 def _withheld_for_target(findings: Sequence[Finding], settings_of: Callable[[str], Settings]) -> List[str]:
     lines = []
     for f in findings:
-        needed = target_needed(f.fix.message) if f.fix else None
-        if needed is None:
+        # Two forms: a finding whose message says no rewrite exists for the target (the release
+        # table's note), or one whose suggestion names the release its fix needs.
+        withheld = withheld_for_target(f.message)
+        suggested = target_needed(f.fix.message) if f.fix and withheld is None else None
+        if withheld is None and suggested is None:
             continue
+        reason = f"`{withheld[0]}` needs torch {withheld[1]}" if withheld else printable(f.fix.message)
+        needed = withheld[1] if withheld else suggested
         settings = settings_of(f.filename)
         lines.append(
             f"{f.where}: {f.code} has no fix for the target torch {settings.target_torch_version} "
-            f"({settings.target_torch_source}): {printable(f.fix.message)}. If the code need not run on older "
+            f"({settings.target_torch_source}): {reason}. If the code need not run on older "
             f'torch, set target-torch-version = "{needed}" in [tool.torchdevice-lint] or pass --target-torch-version {needed}.'
         )
     return lines

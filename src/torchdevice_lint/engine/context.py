@@ -18,6 +18,7 @@ import libcst as cst
 from ..knowledge import cst_guards as guards
 from ..knowledge.flags import FlagDefaults
 from ..knowledge.project_facts import ProjectFacts
+from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.bindings import normalized
@@ -328,6 +329,9 @@ class FileContext:
         return self.devices.choose(avoid, evaluated_before)
 
     def report(self, rule: Reporter, node: cst.CSTNode, message: str, fix: Optional[Fix]) -> None:
+        if fix is not None and fix.needs_device_binding and binding_expression(self.settings) is None:
+            # a torch older than ``torch.device``: no device can be written, so there is no fix
+            message, fix = message + no_fix_note(self.settings.target_torch_version, "torch.device"), None
         if fix is not None and fix.replacements and not self.settings.is_fixable(rule.code):
             fix = Fix(fix.message, Applicability.DISPLAY_ONLY)  # `unfixable`: shown, never applied
         self.findings.append(RawFinding(rule, node, message, fix, tuple(self.stack)))

@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..inference.tensors import TENSOR_ONLY_ATTRIBUTES, TensorFacts, evidence
+from ..knowledge.torch_releases import binding_expression, binding_imports, has
 from ..model.fixes import ImportSpec
 from ..syntax.ast_nodes import dotted_name as python_dotted_name
 from ..syntax.bindings import BindingValues, all_params, normalized
@@ -40,6 +41,8 @@ from ..syntax.positions import twins_along
 
 #: The CUDA-or-CPU binding, for files whose own placement is CUDA-or-CPU.
 CUDA_OR_CPU_EXPRESSION = 'torch.device("cuda" if torch.cuda.is_available() else "cpu")'
+#: What a Mac's fallback asks (torch 1.12 and later).
+MPS_CHECK = "torch.backends.mps.is_available"
 #: Device types a string may name (``"cuda:1"``, ``"cpu"``, ``"mps"``...).
 DEVICE_STRING = re.compile(r"(cpu|cuda|mps|xpu|npu|hpu|xla|meta|ipu|mtia|privateuseone)(:\d+)?")
 #: Text that shows a file picks MPS or whatever accelerator there is on its own.
@@ -116,6 +119,9 @@ class DeviceChooser:
     # -- the choice ---------------------------------------------------------------------------
     def choose(self, avoid: Optional[str] = None, evaluated_before: Optional[cst.CSTNode] = None) -> DeviceChoice:
         name = self.name
+        if binding_expression(self.ctx.settings) is None:
+            # a target torch without ``torch.device``: nothing can be written (``report`` drops the fix)
+            return DeviceChoice(self.spelled(name), needs_binding=True)
         if self.device_bound_here(name):
             return DeviceChoice(self.spelled(name))
         tensor = self.forward_input_tensor(avoid, evaluated_before)
@@ -137,12 +143,12 @@ class DeviceChooser:
             return settings.device_expression
         if self.cuda_or_cpu_convention():
             return CUDA_OR_CPU_EXPRESSION
-        return settings.binding_expression()
+        return binding_expression(settings)
 
     def binding_imports(self) -> List[ImportSpec]:
         settings = self.ctx.settings
         if settings.device_expression:
-            return settings.binding_imports()
+            return binding_imports(settings)
         return [ImportSpec("torch")]
 
     def inline_expression(self) -> str:
@@ -162,9 +168,9 @@ class DeviceChooser:
     def fallback(self, quote: str) -> str:
         """Where a device a literal defines goes when CUDA is missing: MPS, then the CPU, or the
         CPU alone in a CUDA-or-CPU file."""
-        if self.cuda_or_cpu_convention():
-            return f"{quote}cpu{quote}"
-        return f"{quote}mps{quote} if {self.ctx.torch_reference()}.backends.mps.is_available() else {quote}cpu{quote}"
+        if self.cuda_or_cpu_convention() or not has(self.ctx.settings.target_version(), MPS_CHECK):
+            return f"{quote}cpu{quote}"  # a target torch before 1.12 has no MPS
+        return f"{quote}mps{quote} if {self.ctx.torch_reference()}.{MPS_CHECK[len('torch.'):]}() else {quote}cpu{quote}"
 
     def cuda_or_cpu_convention(self) -> bool:
         return self.guarded_cuda_placement and PICKS_OTHER_ACCELERATORS.search(self.ctx.source) is None

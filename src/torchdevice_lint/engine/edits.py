@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from ..knowledge.torch_releases import binding_imports
 from ..model.findings import Edit, FixInfo, Location
 from ..syntax.cst_nodes import import_aliases
 from ..syntax.cst_walk import nodes_of
@@ -238,7 +239,7 @@ class FileEdits:
         """The binding's lines inserted above top-level statement ``place`` and the imports added
         to the head of the module; False where the two must be applied together."""
         body = self.module.body
-        wanted = [*imports, *(self.analysis.ctx.settings.binding_imports() if place is not None else ())]
+        wanted = [*imports, *(binding_imports(self.analysis.ctx.settings) if place is not None else ())]
         missing = missing_imports(body, wanted)
         edits = []
         if missing:

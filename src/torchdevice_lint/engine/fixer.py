@@ -1,18 +1,22 @@
 """Applying fixes: node replacements in one transform, then the file-level needs (a module-level
 device binding, imports through LibCST's ``AddImportsVisitor``/``RemoveImportsVisitor``),
 repeated until nothing applicable is left. The result is re-parsed and compiled; a fix that
-would not yield valid code is refused, and a file with no applied fix is returned unchanged.
+would not yield valid code, or would name something the target torch lacks, is refused, and a
+file with no applied fix is returned unchanged.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Protocol, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from ..knowledge.torch_releases import lacking, torch_names
 from ..model.fixes import Applicability, FixError, ImportSpec
+from ..syntax.ast_parse import compile_python
 from ..syntax.cells import separator_number
 from ..syntax.cst_nodes import import_aliases
 from ..syntax.cst_walk import walk
@@ -315,6 +319,17 @@ def verify(code: str, path: str) -> cst.Module:
     return module
 
 
+def verify_target(original: Union[str, ast.AST], fixed: Union[str, ast.AST], settings) -> None:
+    """Refuse a result that names something the target torch lacks (each rule asks the release
+    table before it writes; this keeps a slip from reaching a file). Takes sources or their
+    ``ast`` trees (the analyses hold them already)."""
+    missing = lacking(settings.target_version(), torch_names(fixed) - torch_names(original))
+    if missing:
+        raise FixError(
+            f"a fix would write `{missing[0]}`, which the target torch {settings.target_torch_version} lacks; file left unchanged"
+        )
+
+
 @dataclass
 class FixOutcome:
     source: str
@@ -349,7 +364,7 @@ def fix_source(
     uses it). Raises Unparsable for an unparsable input and FixError for a bad fix."""
     outcome = FixOutcome(source=source)
     current = source
-    analysis = engine.analyze(path, current)
+    analysis = original = engine.analyze(path, current)
     for _ in range(MAX_PASSES):
         if analysis is None:
             break
@@ -366,6 +381,9 @@ def fix_source(
             outcome.applied[raw.rule.code] = outcome.applied.get(raw.rule.code, 0) + 1
         current = updated
         analysis = engine.analyze(path, current, module=parsed)
+    if outcome.applied:
+        fixed_tree = analysis.ctx.python_tree() if analysis else compile_python(current)
+        verify_target(original.ctx.python_tree(), fixed_tree, original.ctx.settings)
     outcome.source = current if outcome.applied else source
     outcome.final = analysis
     outcome.remaining = list(analysis.findings) if analysis else []

@@ -37,7 +37,8 @@ class Invalid:
     is applied, e.g. display-only); ``applicability`` overrides the rule's default level for
     this example; ``count`` is the number of findings expected; ``config`` holds the
     ``[tool.torchdevice-lint]`` keys it is checked with; ``files`` the other modules of its
-    project (path -> code)."""
+    project (path -> code); ``offers_fix`` False: the findings offer no fix at all (none is
+    correct for the target torch)."""
 
     code: str
     fixed: Optional[str] = None
@@ -45,6 +46,7 @@ class Invalid:
     count: int = 1
     config: Optional[dict] = field(default=None, hash=False)
     files: Optional[dict] = field(default=None, hash=False)
+    offers_fix: bool = True
 
 
 class Rule:

@@ -22,19 +22,6 @@ from .fixes import ImportSpec
 if TYPE_CHECKING:
     import pathspec
 
-# The module-level device binding per target-torch-version, newest first (DESIGN.md). Before
-# torch.accelerator (2.6): CUDA, then MPS, then the CPU. ``current_accelerator()`` returns None
-# on a CPU-only machine, hence the explicit CPU fallback.
-DEFAULT_DEVICE_EXPRESSION = (
-    'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
-)
-ACCELERATOR_DEVICE_EXPRESSION = (
-    'torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
-)
-DEVICE_EXPRESSIONS_BY_TARGET = (
-    ((2, 6), ACCELERATOR_DEVICE_EXPRESSION),
-    ((0, 0), DEFAULT_DEVICE_EXPRESSION),
-)
 DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist",
@@ -58,15 +45,16 @@ class Settings:
     per_file_ignores: Dict[str, Sequence[str]] = field(default_factory=dict)
     unsafe_fixes: bool = False
     device_name: str = "device"
-    #: The module-level binding's value; None: chosen from ``target_torch_version``.
+    #: The module-level binding's value; None: chosen from ``target_torch_version``
+    #: (``knowledge.torch_releases.binding_expression``).
     device_expression: Optional[str] = None
     #: An import the device expression needs, e.g. ``from deepspeed.accelerator import get_accelerator``.
     device_import: Optional[str] = None
     exclude: Sequence[str] = DEFAULT_EXCLUDES
     extend_exclude: Sequence[str] = ()
     target_torch_version: str = DEFAULT_TARGET_TORCH_VERSION
-    #: Where ``target_torch_version`` came from (a setting, the project's torch requirement, the
-    #: default), for settings output.
+    #: Where ``target_torch_version`` came from (a setting, the torch requirement of the file's
+    #: project, the default), for settings output; findings never depend on it.
     target_torch_source: str = "default"
     #: Skip what ``.gitignore``/``.ignore`` files ignore (ruff's ``respect-gitignore``).
     respect_gitignore: bool = True
@@ -115,20 +103,6 @@ class Settings:
     def target_version(self) -> tuple:
         """``target-torch-version`` as a comparable tuple, ``"2.6"`` -> ``(2, 6)``."""
         return parse_version(self.target_torch_version)
-
-    def binding_expression(self) -> str:
-        """The expression the fixer binds ``device_name`` to at module level."""
-        if self.device_expression:
-            return self.device_expression
-        target = self.target_version()
-        return next(code for minimum, code in DEVICE_EXPRESSIONS_BY_TARGET if target >= minimum)
-
-    def binding_imports(self) -> List[ImportSpec]:
-        """Imports the binding needs: ``device-import``, and torch when the expression uses it."""
-        specs = parse_import(self.device_import) if self.device_import else []
-        if re.search(r"\btorch\.", self.binding_expression()):
-            specs.append(ImportSpec("torch"))
-        return specs
 
     def with_overrides(self, **changes) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

@@ -22,8 +22,10 @@ from typing import Dict, Iterable, Iterator, Optional
 from ..knowledge.project_facts import ProjectFacts
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
+from .roots import PROJECT_FILES, REQUIREMENTS_GLOB
 
-ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml", ".git")
+#: A project's files (``roots.PROJECT_FILES``, any ``requirements*.txt``) or a git repository.
+ROOT_MARKERS = PROJECT_FILES + (".git",)
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
 #: A project with more Python files than this is not read: its files are judged alone.
@@ -45,7 +47,7 @@ def project_root(path: str) -> Optional[Path]:
     for folder in file.parents:
         if folder == Path.home() or folder.parent == folder:
             break  # a home directory (dotfiles under git) or / is nobody's project
-        if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob("requirements*.txt")):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob(REQUIREMENTS_GLOB)):
             return folder
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:

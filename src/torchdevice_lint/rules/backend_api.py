@@ -9,12 +9,12 @@ from typing import Dict, List, Optional, Set
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..knowledge.backends import missing_text
+from ..knowledge.backends import availability_expression, missing_text
 from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..knowledge.value_checks import assigned_values, name_uses
 from ..syntax.cst_nodes import dotted_name, source_of
-from .common import availability_check, display_only, guard_statement_fix
+from .common import display_only, guard_statement_fix
 from .device_queries import parenthesized
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
@@ -192,6 +192,7 @@ class UnguardedCudaApi(Rule):
         Invalid(
             "import torch\ntorch.accelerator.synchronize()\n",
             fixed="import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n",
+            config={"target-torch-version": "2.6"},
         ),
         # a CUDA check says nothing about MPS
         Invalid(
@@ -215,7 +216,7 @@ class UnguardedCudaApi(Rule):
         backend, leaf = found
         suggestion = RAISING_CUDA_CALLS[leaf] if backend == "cuda" else "a guard"
         fix = guard_statement_fix(self, node, self.fix_title, backend) or display_only(self, f"Use {suggestion}")
-        check = availability_check(self.ctx, backend)
+        check = availability_expression(backend, self.ctx.torch_reference())  # named even where the target lacks it
         self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Optional, Tuple
+from functools import lru_cache
+from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple
 
 from ..engine.rule import Rule
 from ..inference.vocabulary import is_parameterless_module
 from ..knowledge.backends import availability_expression
+from ..knowledge.torch_releases import has, lacking, no_fix_note, torch_names
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, string_value
@@ -167,7 +169,34 @@ def fresh_args(args) -> list:
 
 
 def availability_check(ctx: FileContext, backend: str = "cuda") -> Optional[str]:
+    """How the file checks for ``backend``; None where torch has no check, or the target torch
+    lacks it (``torch.backends.mps`` before 1.12, ``torch.xpu`` before 2.4)."""
+    if lacking_check(ctx, backend):
+        return None
     return availability_expression(backend, ctx.torch_reference())
+
+
+def lacking_check(ctx: FileContext, backend: str) -> Optional[str]:
+    """The name in ``backend``'s availability check that the target torch lacks, if any."""
+    missing = lacking(ctx.settings.target_version(), _check_names(backend))
+    return missing[0] if missing else None
+
+
+@lru_cache(maxsize=None)
+def _check_names(backend: str) -> FrozenSet[str]:
+    check = availability_expression(backend)
+    return frozenset(torch_names(check)) if check else frozenset()
+
+
+def target_has(ctx: FileContext, name: str) -> bool:
+    """Whether the file's target torch has ``name`` (``"torch.amp.GradScaler"``)."""
+    return has(ctx.settings.target_version(), name)
+
+
+def no_fix_for_target(ctx: FileContext, name: str) -> str:
+    """What a finding adds when the rewrite it would make names ``name``, which the file's
+    target torch lacks: the finding then offers no fix."""
+    return no_fix_note(ctx.settings.target_torch_version, name)
 
 
 def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str = "cuda") -> Optional[Fix]:
@@ -184,7 +213,10 @@ def guard_statement_fix(rule: Rule, call: cst.Call, message: str, backend: str =
         and isinstance(container, (cst.IndentedBlock, cst.Module))
     ):
         return None
-    test = cst.parse_expression(availability_check(ctx, backend))
+    check = availability_check(ctx, backend)
+    if check is None:
+        return None
+    test = cst.parse_expression(check)
 
     def wrap(updated: cst.SimpleStatementLine) -> cst.If:
         return cst.If(

@@ -291,9 +291,8 @@ class HardcodedDeviceIndex(Rule):
         index = self._device_argument(node)
         if index is None:
             return
-        # from torch 2.6 an integer is an index of the current accelerator (MPS, XPU... too)
-        backend = "accelerator" if self.ctx.settings.target_version() >= (2, 6) else "cuda"
-        check = cst.parse_expression(availability_check(self.ctx, backend))
+        # with torch.accelerator (2.6) an integer is an index of the current accelerator (MPS, XPU... too)
+        check = cst.parse_expression(availability_check(self.ctx, "accelerator") or availability_check(self.ctx, "cuda"))
 
         def fall_back(updated: cst.BaseExpression) -> cst.BaseExpression:
             return cst.IfExp(test=check, body=updated, orelse=cst.SimpleString('"cpu"'))

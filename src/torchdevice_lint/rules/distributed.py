@@ -12,7 +12,7 @@ from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, source_of, string_value
-from .common import availability_check, keyword, method_name, positional
+from .common import availability_check, keyword, lacking_check, method_name, no_fix_for_target, positional
 
 #: From this torch on, the fix asks torch for the device's own backend instead of choosing
 #: between NCCL and gloo: ``get_default_backend_for_device`` came in 2.6 (pytorch#140536), but
@@ -259,7 +259,11 @@ class HardcodedDistributedBackend(Rule):
         quote = "'" if text.lstrip("rRuU").startswith("'") else '"'
         collective = COLLECTIVES[_device_only_backend(literal)]
         name, backend, devices = collective.collective_name, collective.name, collective.devices
+        message = self.message.format(source_of(reported), name, devices)
         check = availability_check(self.ctx, backend)
+        if check is None:  # the target torch has no check for the backend (torch.xpu before 2.4)
+            self.report(reported, message + no_fix_for_target(self.ctx, lacking_check(self.ctx, backend)))
+            return
         if " and " in check:
             check = f"({check})"
         replacement = cst.parse_expression(f"{text} if {check} else {quote}gloo{quote}")
@@ -272,7 +276,7 @@ class HardcodedDistributedBackend(Rule):
             )
             title = "Ask torch for the device's backend: `torch.distributed.get_default_backend_for_device(...)`"
         fix = self.make_fix({literal: lambda _: replacement}, message=title, imports=self.ctx.torch_imports())
-        self.report(reported, self.message.format(source_of(reported), name, devices), fix)
+        self.report(reported, message, fix)
 
 
 def _device_only_backend(node: cst.BaseExpression) -> Optional[str]:

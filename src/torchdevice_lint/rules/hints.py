@@ -7,51 +7,46 @@ from typing import NamedTuple, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
+from ..knowledge.torch_releases import binding_expression, binding_imports, first_release, release_text
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
 from .backend_api import RAISING_CUDA_CALLS
-from .common import display_only, keyword, method_name
+from .common import display_only, keyword, method_name, target_has
 
 
 class AcceleratorEquivalent(NamedTuple):
-    name: str  # in torch.accelerator
-    since: tuple  # first torch release the fix may target
+    name: str  # in torch.accelerator; the release that has it: knowledge/torch_releases.py
     #: The value to use where no accelerator exists, when the accelerator call raises there
     #: but the torch.cuda one does not; None: the call has no value worth keeping on CPU.
     cpu_value: Optional[str] = None
     #: Whether ``torch.accelerator.<name>`` raises on a CPU-only machine (measured, torch 2.13).
     raises_without_accelerator: bool = True
 
+    @property
+    def qualified(self) -> str:
+        return f"torch.accelerator.{self.name}"
 
-_CORE = (2, 6)
-# ``current_device_index``/``set_device_index`` arrived in 2.7 (2.6 spelled them ``..._idx``).
-_INDEX = (2, 7)
-# The memory functions are in the 2.9 documentation; the fix does not target older releases.
-_MEMORY = (2, 9)
+
 ACCELERATOR_EQUIVALENTS = {
-    "is_available": AcceleratorEquivalent("is_available", _CORE, raises_without_accelerator=False),
-    "device_count": AcceleratorEquivalent("device_count", _CORE, raises_without_accelerator=False),
-    "synchronize": AcceleratorEquivalent("synchronize", _CORE),
-    "current_device": AcceleratorEquivalent("current_device_index", _INDEX),
-    "set_device": AcceleratorEquivalent("set_device_index", _INDEX),
-    "current_stream": AcceleratorEquivalent("current_stream", _CORE),
-    "set_stream": AcceleratorEquivalent("set_stream", _CORE),
-    "empty_cache": AcceleratorEquivalent("empty_cache", _MEMORY),
-    "memory_allocated": AcceleratorEquivalent("memory_allocated", _MEMORY, "0"),
-    "max_memory_allocated": AcceleratorEquivalent("max_memory_allocated", _MEMORY, "0"),
-    "memory_reserved": AcceleratorEquivalent("memory_reserved", _MEMORY, "0"),
-    "max_memory_reserved": AcceleratorEquivalent("max_memory_reserved", _MEMORY, "0"),
-    "memory_stats": AcceleratorEquivalent("memory_stats", _MEMORY, "{}"),
-    "reset_peak_memory_stats": AcceleratorEquivalent("reset_peak_memory_stats", _MEMORY),
+    "is_available": AcceleratorEquivalent("is_available", raises_without_accelerator=False),
+    "device_count": AcceleratorEquivalent("device_count", raises_without_accelerator=False),
+    "synchronize": AcceleratorEquivalent("synchronize"),
+    "current_device": AcceleratorEquivalent("current_device_index"),
+    "set_device": AcceleratorEquivalent("set_device_index"),
+    "current_stream": AcceleratorEquivalent("current_stream"),
+    "set_stream": AcceleratorEquivalent("set_stream"),
+    "empty_cache": AcceleratorEquivalent("empty_cache"),
+    "memory_allocated": AcceleratorEquivalent("memory_allocated", "0"),
+    "max_memory_allocated": AcceleratorEquivalent("max_memory_allocated", "0"),
+    "memory_reserved": AcceleratorEquivalent("memory_reserved", "0"),
+    "max_memory_reserved": AcceleratorEquivalent("max_memory_reserved", "0"),
+    "memory_stats": AcceleratorEquivalent("memory_stats", "{}"),
+    "reset_peak_memory_stats": AcceleratorEquivalent("reset_peak_memory_stats"),
 }
 
 _TARGET_2_9 = {"target-torch-version": "2.9"}
 #: LibCST node names (this module is imported before LibCST is).
 _SELECTION_TESTS = {"If", "IfExp", "While", "BooleanOperation"}
-
-
-def _version_text(version: tuple) -> str:
-    return ".".join(str(part) for part in version)
 
 
 def _is_lone_statement(ctx, call: cst.Call) -> bool:
@@ -172,8 +167,9 @@ class CudaApiWithAcceleratorEquivalent(Rule):
     def _fix(self, node: cst.Call, leaf: str, equivalent: AcceleratorEquivalent):
         ctx = self.ctx
         title = self.fix_title.format(equivalent.name)
-        if ctx.settings.target_version() < equivalent.since:
-            return display_only(self, f"{title} (needs `target-torch-version` {_version_text(equivalent.since)})")
+        if not target_has(ctx, equivalent.qualified):
+            since = release_text(first_release(equivalent.qualified))
+            return display_only(self, f"{title} (needs `target-torch-version` {since})")
         if any(arg.keyword is not None or arg.star for arg in node.args):
             return display_only(self, f"{title} with positional arguments")
         torch = ctx.torch_reference()
@@ -230,11 +226,11 @@ class CudaApiWithAcceleratorEquivalent(Rule):
                 and len(outer_call.args) == 1
             ):
                 target = outer_call
-            expression = ctx.settings.binding_expression()
+            expression = binding_expression(ctx.settings)
             if "accelerator" not in expression and not ctx.settings.device_expression:
                 return display_only(self, "Pick the device with `torch.accelerator` (needs `target-torch-version` 2.6)")
             device = cst.parse_expression(expression)
-            imports = list(needs["imports"]) + [s for s in ctx.settings.binding_imports() if s.module != "torch"]
+            imports = list(needs["imports"]) + [s for s in binding_imports(ctx.settings) if s.module != "torch"]
             return self.make_fix(
                 {target: lambda _: device},
                 message="Use the configured device expression",

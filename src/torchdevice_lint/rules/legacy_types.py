@@ -17,7 +17,9 @@ from .common import (
     legacy_cuda_tensor,
     may_name_cuda_tensor_type,
     method_name,
+    no_fix_for_target,
     positional,
+    target_has,
 )
 
 
@@ -125,6 +127,10 @@ class LegacyCudaTensorConstructor(Rule):
         if leaf is None:
             return
         message = self.message.format(leaf)
+        dtype_name = f"torch.{LEGACY_TENSOR_DTYPES[leaf]}"
+        if not target_has(self.ctx, dtype_name):
+            self.report(node, message + no_fix_for_target(self.ctx, dtype_name))
+            return
         args = positional(node)
         keywords = [a for a in node.args if a.keyword is not None]
         if keywords or len(args) != len(node.args):
@@ -243,6 +249,10 @@ class CudaTensorTypeCast(Rule):
             return
         leaf = legacy_cuda_tensor(self.ctx, target.value)
         if leaf is None:
+            return
+        dtype_name = f"torch.{LEGACY_TENSOR_DTYPES[leaf]}"
+        if not target_has(self.ctx, dtype_name):
+            self.report(node, self.message.format(source_of(node)) + no_fix_for_target(self.ctx, dtype_name))
             return
         choice = self.ctx.device_expression()
         dtype = _dtype(self.ctx, leaf)

@@ -1,0 +1,77 @@
+"""Project roots: the nearest directory at or above a file that declares a Python project or its
+environment. A monorepo holds several, each with its own torch (``app/torch_target.py``); the
+project model (``project/model.py``) reads a project's modules from the same markers.
+
+Answers are cached per directory for the life of the process (a run, or an editor session until
+``forget_project_roots`` after a project file changes).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator, Optional
+
+#: Files that make a directory a project root.
+PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
+#: And any ``requirements*.txt``.
+REQUIREMENTS_GLOB = "requirements*.txt"
+#: Every file the settings or the target torch of a project are read from, as glob patterns
+#: below a workspace (what an editor watches).
+PROJECT_FILE_PATTERNS = tuple(f"**/{name}" for name in PROJECT_FILES) + (
+    f"**/{REQUIREMENTS_GLOB}", "**/requirements/*.txt",
+)
+
+
+def is_project_file(path: str) -> bool:
+    """Whether a change to ``path`` can change settings or a target torch."""
+    name = os.path.basename(path)
+    return name in PROJECT_FILES or fnmatch.fnmatch(name, REQUIREMENTS_GLOB) or (
+        os.path.basename(os.path.dirname(path)) == "requirements" and name.endswith(".txt")
+    )
+
+
+def declared_root(path: str) -> Optional[Path]:
+    """The nearest directory at or above ``path`` (a file or a directory) holding one of
+    ``PROJECT_FILES`` or a ``requirements*.txt``; None outside any project."""
+    return _root_at_or_above(str(_directory_of(path)))
+
+
+def project_roots(path: str) -> Iterator[Path]:
+    """The project roots at or above ``path``, nearest first: a project nested in another, then
+    the one around it."""
+    root = declared_root(path)
+    while root is not None:
+        yield root
+        root = None if root.parent == root else _root_at_or_above(str(root.parent))
+
+
+def forget_project_roots() -> None:
+    """Drop the cached answers (a project file was added or removed)."""
+    _root_at_or_above.cache_clear()
+
+
+def _directory_of(path: str) -> Path:
+    """``path`` itself for a directory (or a name without a suffix, which may not exist yet: an
+    editor's buffer), else the directory holding the file."""
+    absolute = Path(os.path.abspath(path))
+    return absolute if absolute.is_dir() or not absolute.suffix else absolute.parent
+
+
+@lru_cache(maxsize=4096)
+def _root_at_or_above(directory: str) -> Optional[Path]:
+    here = Path(directory)
+    if _is_project_root(here):
+        return here
+    return None if here.parent == here else _root_at_or_above(str(here.parent))
+
+
+def _is_project_root(directory: Path) -> bool:
+    if any((directory / name).is_file() for name in PROJECT_FILES):
+        return True
+    try:
+        return any(candidate.is_file() for candidate in directory.glob(REQUIREMENTS_GLOB))
+    except OSError:
+        return False
