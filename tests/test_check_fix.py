@@ -18,7 +18,7 @@ from torchdevice_lint import cli
 HAZARDS = (
     "import torch\n"
     "model = torch.nn.Linear(2, 2).cuda()\n"  # unsafe fix
-    "state = torch.load('m.pt')\n"  # safe fix
+    "model.load_state_dict(torch.load('m.pt'))\n"  # safe fix
 )
 
 

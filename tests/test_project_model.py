@@ -50,6 +50,16 @@ def test_what_the_root_gitignore_ignores_is_not_part_of_the_project(tmp_path):
     assert codes(model, Projects()) == ["TDV101"]
 
 
+def test_a_project_inside_the_folder_is_a_project_of_its_own(tmp_path):
+    model = project(tmp_path, "True")
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "checkouts" / "other").mkdir(parents=True)
+    (tmp_path / "checkouts" / "other" / "opts.py").write_text(OPTIONS.format("False"))
+    assert codes(model, Projects()) == []  # its other default makes the option unknown
+    (tmp_path / "checkouts" / "other" / "pyproject.toml").write_text("")
+    assert codes(model, Projects()) == ["TDV101"]
+
+
 def test_the_root_of_a_tree_of_scripts_is_above_its_outermost_package(tmp_path):
     model = project(tmp_path, "True")
     assert project_root(str(model)) == tmp_path

@@ -50,18 +50,18 @@ def error_lines(err):
             id="tabs-and-no-final-newline",
         ),
         pytest.param(
-            b"\xef\xbb\xbfimport torch\nw = torch.load('\xc3\xa9.pt')\n",
-            b"\xef\xbb\xbfimport torch\nw = torch.load('\xc3\xa9.pt', map_location=\"cpu\")\n",
+            b"\xef\xbb\xbfimport torch\nm.load_state_dict(torch.load('\xc3\xa9.pt'))\n",
+            b"\xef\xbb\xbfimport torch\nm.load_state_dict(torch.load('\xc3\xa9.pt', map_location=\"cpu\"))\n",
             id="utf8-bom",
         ),
         pytest.param(
-            b"# -*- coding: latin-1 -*-\nimport torch\nw = torch.load('\xe9.pt')  # caf\xe9\n",
-            b"# -*- coding: latin-1 -*-\nimport torch\nw = torch.load('\xe9.pt', map_location=\"cpu\")  # caf\xe9\n",
+            b"# -*- coding: latin-1 -*-\nimport torch\nm.load_state_dict(torch.load('\xe9.pt'))  # caf\xe9\n",
+            b"# -*- coding: latin-1 -*-\nimport torch\nm.load_state_dict(torch.load('\xe9.pt', map_location=\"cpu\"))  # caf\xe9\n",
             id="pep263-latin-1",
         ),
         pytest.param(
-            b"import torch\n\x0c\nw = torch.load(p)   \t# keep   spacing\n\n\n",
-            b"import torch\n\x0c\nw = torch.load(p, map_location=\"cpu\")   \t# keep   spacing\n\n\n",
+            b"import torch\n\x0c\nm.load_state_dict(torch.load(p))   \t# keep   spacing\n\n\n",
+            b"import torch\n\x0c\nm.load_state_dict(torch.load(p, map_location=\"cpu\"))   \t# keep   spacing\n\n\n",
             id="form-feed-and-trailing-blank-lines",
         ),
     ],
@@ -93,7 +93,7 @@ def test_file_without_applied_fix_is_not_rewritten(tmp_path, capsys):
 
 def test_fix_keeps_mode_bits_and_leaves_no_temporary_file(tmp_path, capsys):
     script = tmp_path / "train.py"
-    script.write_text("import torch\nstate = torch.load('a.pt')\n")
+    script.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     script.chmod(0o751)
     code, _, _ = run_fix(capsys, str(script))
     assert code == 0
@@ -117,7 +117,7 @@ def test_every_bad_input_is_one_error_line_and_the_run_goes_on(tmp_path, capsys,
     os.mkfifo(tmp_path / "pipe.py")  # reading it would block the run forever
     (tmp_path / "empty.py").write_bytes(b"")
     good = tmp_path / "good.py"
-    good.write_text("import torch\nstate = torch.load('a.pt')\n")
+    good.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     originals = {name: (tmp_path / name).read_bytes() for name in bad}
 
     code, _, err = run_fix(capsys, str(tmp_path))
@@ -157,7 +157,7 @@ def test_symlinks_in_a_walk_are_skipped_with_a_note(tmp_path, capsys):
     real = tmp_path / "real"
     real.mkdir()
     target = real / "model.py"
-    target.write_text("import torch\nstate = torch.load('a.pt')\n")
+    target.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "alias.py").symlink_to(target)
@@ -176,7 +176,7 @@ def test_symlinks_in_a_walk_are_skipped_with_a_note(tmp_path, capsys):
 
 def test_explicit_symlink_is_followed_and_stays_a_link(tmp_path, capsys):
     target = tmp_path / "model.py"
-    target.write_text("import torch\nstate = torch.load('a.pt')\n")
+    target.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     link = tmp_path / "link.py"
     link.symlink_to(target)
     code, _, err = run_fix(capsys, str(link))
@@ -195,9 +195,9 @@ def test_broken_symlink_named_explicitly_is_an_error_line(tmp_path, capsys):
 
 def test_write_failure_is_an_error_line_and_the_file_is_kept(tmp_path, capsys, monkeypatch):
     script = tmp_path / "train.py"
-    script.write_text("import torch\nstate = torch.load('a.pt')\n")
+    script.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     other = tmp_path / "other.py"
-    other.write_text("import torch\nstate = torch.load('b.pt')\n")
+    other.write_text("import torch\nmodel.load_state_dict(torch.load('b.pt'))\n")
     real_mkstemp = sources.tempfile.mkstemp
 
     def failing_mkstemp(*args, **kwargs):
@@ -217,7 +217,7 @@ def test_write_failure_is_an_error_line_and_the_file_is_kept(tmp_path, capsys, m
 
 def test_read_only_file_is_reported_not_replaced(tmp_path, capsys):
     script = tmp_path / "train.py"
-    script.write_text("import torch\nstate = torch.load('a.pt')\n")
+    script.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     script.chmod(0o444)  # even for root, who may write it: no write bit means read-only
     code, _, err = run_fix(capsys, str(script))
     assert code == 2
@@ -227,9 +227,9 @@ def test_read_only_file_is_reported_not_replaced(tmp_path, capsys):
 
 def test_a_change_made_during_the_fix_is_refixed_not_overwritten(tmp_path, monkeypatch):
     script = tmp_path / "train.py"
-    script.write_text("import torch\nstate = torch.load('a.pt')\n")
+    script.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     real_fix_source = runner.fix_source
-    edits = iter(["import torch\nstate = torch.load('edited.pt')\n"])
+    edits = iter(["import torch\nmodel.load_state_dict(torch.load('edited.pt'))\n"])
 
     def fix_while_someone_edits(*args, **kwargs):
         outcome = real_fix_source(*args, **kwargs)
@@ -240,12 +240,12 @@ def test_a_change_made_during_the_fix_is_refixed_not_overwritten(tmp_path, monke
     monkeypatch.setattr(runner, "fix_source", fix_while_someone_edits)
     result = runner.fix_file(api.engine(), str(script), unsafe=False, write=True)
     assert result.error is None
-    assert script.read_text() == "import torch\nstate = torch.load('edited.pt', map_location=\"cpu\")\n"
+    assert script.read_text() == "import torch\nmodel.load_state_dict(torch.load('edited.pt', map_location=\"cpu\"))\n"
 
 
 def test_a_file_that_keeps_changing_is_reported_and_left_to_the_other_writer(tmp_path, monkeypatch):
     script = tmp_path / "train.py"
-    script.write_text("import torch\nstate = torch.load('a.pt')\n")
+    script.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
     real_fix_source = runner.fix_source
     versions = iter(range(100))
 
@@ -302,7 +302,7 @@ def test_sigint_stops_the_run_after_the_file_at_hand(tmp_path, capsys, monkeypat
     paths = []
     for index in range(3):
         path = tmp_path / f"m{index}.py"
-        path.write_text("import torch\nstate = torch.load('a.pt')\n")
+        path.write_text("import torch\nmodel.load_state_dict(torch.load('a.pt'))\n")
         paths.append(str(path))
     real_fix_file = parallel.fix_file
 

@@ -22,8 +22,8 @@ from torchdevice_lint.model.settings import Settings
 
 CHECK = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())", "check", "--no-cache"]
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
-FIXED_LOAD = "import torch\nstate = torch.load('a.pt', map_location=\"cpu\")\n"
-LOAD = "import torch\nstate = torch.load('a.pt')\n"
+FIXED_LOAD = "import torch\nmodel.load_state_dict(torch.load('a.pt', map_location=\"cpu\"))\n"
+LOAD = "import torch\nmodel.load_state_dict(torch.load('a.pt'))\n"
 
 
 def run(capsys, main, *args):
@@ -241,7 +241,7 @@ def test_fix_summary_does_not_count_fixes_that_were_not_written(tmp_path, capsys
 def test_an_editor_writing_during_the_slow_part_of_a_write_is_not_overwritten(tmp_path, monkeypatch):
     script = tmp_path / "train.py"
     script.write_text(LOAD)
-    edited = "import torch\nstate = torch.load('edited.pt')\n"
+    edited = "import torch\nmodel.load_state_dict(torch.load('edited.pt'))\n"
     real_fsync = os.fsync
     edits = iter([edited])
 
@@ -255,7 +255,7 @@ def test_an_editor_writing_during_the_slow_part_of_a_write_is_not_overwritten(tm
     monkeypatch.setattr(sources.os, "fsync", editor_saves_during_fsync)
     result = runner.fix_file(api.engine(), str(script), unsafe=False, write=True)
     assert result.error is None
-    assert script.read_text() == "import torch\nstate = torch.load('edited.pt', map_location=\"cpu\")\n"
+    assert script.read_text() == "import torch\nmodel.load_state_dict(torch.load('edited.pt', map_location=\"cpu\"))\n"
 
 
 def test_sigterm_during_a_write_lets_it_finish_and_leaves_no_temporary_file(tmp_path):

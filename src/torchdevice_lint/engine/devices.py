@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import symtable
+import weakref
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -107,7 +108,9 @@ class DeviceChooser:
     """The device choices of one file (one per ``FileContext``)."""
 
     def __init__(self, ctx) -> None:
-        self.ctx = ctx
+        # a proxy: the context keeps its chooser, and a cycle would keep every tree alive until
+        # the next full collection (flake8's process paid as much as the analysis for it)
+        self.ctx = weakref.proxy(ctx)
         self.name = normalized(ctx.settings.device_name)
         #: Set by the pass: a CUDA placement behind an availability check (``note_guarded_cuda``).
         self.guarded_cuda_placement = False

@@ -47,12 +47,17 @@ def project_root(path: str) -> Optional[Path]:
     for folder in file.parents:
         if folder == Path.home() or folder.parent == folder:
             break  # a home directory (dotfiles under git) or / is nobody's project
-        if any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob(REQUIREMENTS_GLOB)):
+        if marks_a_project(folder):
             return folder
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
     return top
+
+
+def marks_a_project(folder: Path) -> bool:
+    """Whether ``folder`` is a project's root: it holds a marker (``pyproject.toml``, ``.git``...)."""
+    return any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob(REQUIREMENTS_GLOB))
 
 
 class Project:
@@ -111,7 +116,8 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
 
 def python_files(root: Path) -> Iterator[Path]:
     """The project's modules, leaving out what its top-level ``.gitignore`` ignores (downloaded
-    data, vendored checkouts): git does not hold them, so neither does the project."""
+    data, vendored checkouts): git does not hold them, so neither does the project; and the
+    folders below that are projects of their own (a checkout inside a folder of scripts)."""
     ignored = _root_gitignore(root)
     for folder, subfolders, files in os.walk(root):
         here = Path(folder)
@@ -120,6 +126,7 @@ def python_files(root: Path) -> Iterator[Path]:
         subfolders[:] = [
             name for name in subfolders
             if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match_file(f"{prefix}{name}/"))
+            and not marks_a_project(here / name) and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
         ]
         yield from (
             here / name for name in files
