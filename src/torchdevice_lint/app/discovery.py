@@ -18,12 +18,11 @@ with gitignore semantics.
 from __future__ import annotations
 
 import os
-import re
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import pathspec
 
-from ..model.settings import Settings, compiled_patterns, relative_path
+from ..model.settings import Settings, compiled_patterns, ignore_file_spec, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
 #: What a directory walk checks: Python files and Jupyter notebooks (as ruff does since 0.6).
@@ -61,23 +60,6 @@ def _ancestors(directory: str) -> List[str]:
         directory = parent
 
 
-def _ignore_spec(lines: List[str]) -> pathspec.GitIgnoreSpec:
-    """The ignore file's patterns; a line that is no pattern (``[z-a]``) matches nothing, as in
-    git, rather than failing the run."""
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
-    except (ValueError, re.error):
-        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if _is_pattern(line)])
-
-
-def _is_pattern(line: str) -> bool:
-    try:
-        pathspec.GitIgnoreSpec.from_lines([line])
-    except (ValueError, re.error):
-        return False
-    return True
-
-
 class IgnoreFiles:
     """The ``.gitignore``/``.ignore`` patterns of each directory, read once per run."""
 
@@ -96,7 +78,7 @@ class IgnoreFiles:
                         lines.extend(handle.read().splitlines())
                 except OSError:
                     continue
-            self._specs[directory] = _ignore_spec(lines) if lines else None
+            self._specs[directory] = ignore_file_spec(lines) if lines else None
         return self._specs[directory]
 
     def ignores(self, path: str, is_dir: bool, top: str) -> bool:

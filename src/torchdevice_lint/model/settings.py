@@ -209,6 +209,24 @@ def path_matches(relative: str, pattern: str) -> bool:
     return bool(pattern) and compiled_patterns((pattern,)).match_file(relative)
 
 
+def ignore_file_spec(lines: List[str]) -> "pathspec.GitIgnoreSpec":
+    """An ignore file's patterns; a line that is no pattern (``[z-a]``) matches nothing, as in
+    git, rather than failing the run."""
+    import pathspec
+
+    def is_pattern(line: str) -> bool:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, re.error):
+            return False
+        return True
+
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, re.error):
+        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if is_pattern(line)])
+
+
 @lru_cache(maxsize=256)
 def compiled_patterns(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
     """The patterns as one gitignore file: later lines win, ``!`` re-includes."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, Optional
 
 from ..knowledge.project_facts import ProjectFacts
+from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
 from .roots import PROJECT_FILES, REQUIREMENTS_GLOB
@@ -140,16 +141,7 @@ def _root_gitignore(root: Path):
         lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    import pathspec  # only projects with a .gitignore pay for it
-
-    def readable(line: str) -> bool:
-        try:
-            pathspec.GitIgnoreSpec.from_lines([line])
-        except (ValueError, re.error):
-            return False
-        return True
-
-    return pathspec.GitIgnoreSpec.from_lines([line for line in lines if readable(line)])  # git skips the others too
+    return ignore_file_spec(lines)
 
 
 class FactsCache:
