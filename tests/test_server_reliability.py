@@ -25,10 +25,22 @@ def project(tmp_path):
     return tmp_path / "project"
 
 
-def started(project, command=None):
-    client = LspClient(command, cwd=project)
-    client.initialize(project)
-    return client
+@pytest.fixture
+def started():
+    """Start servers; any still running at the end (a failed test) is killed."""
+    clients = []
+
+    def start(project, command=None):
+        client = LspClient(command, cwd=project)
+        clients.append(client)
+        client.initialize(project)
+        return client
+
+    yield start
+    for client in clients:
+        if client.process.poll() is None:
+            client.process.kill()
+            client.process.wait()
 
 
 def code_actions(client, uri, line, timeout=60):
@@ -37,20 +49,20 @@ def code_actions(client, uri, line, timeout=60):
     return client.request("textDocument/codeAction", params, timeout=timeout)
 
 
-def test_exit_without_shutdown_ends_the_server_with_status_1(project):
+def test_exit_without_shutdown_ends_the_server_with_status_1(project, started):
     client = started(project)
     client.notify("exit")
     assert client.process.wait(timeout=30) == 1
 
 
-def test_exit_after_shutdown_ends_the_server_with_status_0(project):
+def test_exit_after_shutdown_ends_the_server_with_status_0(project, started):
     client = started(project)
     assert client.request("shutdown", timeout=30)["result"] is None
     client.notify("exit")
     assert client.process.wait(timeout=30) == 0
 
 
-def test_a_session_with_diagnostics_writes_nothing_into_the_user_cache(project, tmp_path, monkeypatch):
+def test_a_session_with_diagnostics_writes_nothing_into_the_user_cache(project, tmp_path, monkeypatch, started):
     cache = tmp_path / "cache"
     cache.mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))  # the server inherits it
@@ -63,7 +75,7 @@ def test_a_session_with_diagnostics_writes_nothing_into_the_user_cache(project, 
     assert sorted(path.name for path in project.iterdir()) == ["pyproject.toml"]
 
 
-def test_a_100000_line_buffer_is_not_checked_and_requests_are_answered_promptly(project):
+def test_a_100000_line_buffer_is_not_checked_and_requests_are_answered_promptly(project, started):
     client = started(project)
     huge = "import torch\n" + "x = torch.ones(1).cuda()\n" * 100_000
     start = time.monotonic()
