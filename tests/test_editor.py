@@ -5,16 +5,13 @@ with what `torchdevice-fix -` prints for the same buffer."""
 import io
 import re
 import sys
-from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import pytest
 
 import torchdevice_lint.app.editor as editor_module
-from torchdevice_lint.app.docs import rule_page
 from torchdevice_lint.app.editor import (
     FIX_ALL_KIND,
+    MAX_BUFFER_LINES,
     RULE_DOCS,
     Lines,
     Projects,
@@ -24,7 +21,7 @@ from torchdevice_lint.app.editor import (
     resolve_action,
 )
 from torchdevice_lint.cli import fix_main
-from torchdevice_lint.rules import all_rules, rule_by_code
+from torchdevice_lint.rules import all_rules
 
 URI = "file:///project/example.py"
 EVERYWHERE = {"start": {"line": 0, "character": 0}, "end": {"line": 10**6, "character": 0}}
@@ -137,13 +134,24 @@ def test_a_diagnostic_links_to_its_rule_page(tmp_path):
     assert first["codeDescription"]["href"] == (RULE_DOCS / "TDV101.md").as_uri()
 
 
-def test_an_installed_package_links_to_a_rule_page_written_into_the_user_cache(tmp_path, monkeypatch):
+def test_an_installed_package_gives_no_link_and_writes_no_page(tmp_path, monkeypatch):
     monkeypatch.setattr(editor_module, "RULE_DOCS", tmp_path / "no-docs-folder")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     [first, _] = diagnostics(checked_in(tmp_path, BUFFER), Lines(BUFFER))
-    page = Path(url2pathname(urlparse(first["codeDescription"]["href"]).path))
-    assert page.is_relative_to(tmp_path / "cache" / "torchdevice-lint")
-    assert page.read_text(encoding="utf-8") == rule_page(rule_by_code("TDV101"))
+    assert "codeDescription" not in first
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_buffer_over_the_line_limit_is_one_diagnostic_saying_why(tmp_path):
+    text = "import torch\n" + "x = torch.ones(1).cuda()\n" * MAX_BUFFER_LINES
+    checked = checked_in(tmp_path, text)
+    assert checked.analysis is None and checked.findings == []
+    [only] = diagnostics(checked, Lines(text))
+    assert only["message"] == f"buffer is too large ({MAX_BUFFER_LINES + 2:,} lines, limit {MAX_BUFFER_LINES:,}); not checked"
+    assert only["severity"] == 1 and only["range"]["start"] == {"line": 0, "character": 0}
+    assert code_actions(checked, EVERYWHERE, None, Lines(text)) == []
+    one_long_line = "x = 1  # " + "#" * 5 * 2**20
+    assert checked_in(tmp_path, one_long_line).error == "buffer is too large (5.0 MiB, limit 4 MiB); not checked"
 
 
 def test_ranges_count_utf16_code_units_and_every_line_ending(tmp_path):

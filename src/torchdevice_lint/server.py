@@ -65,6 +65,8 @@ class TorchdeviceServer(LanguageServer):
         self.checked: Dict[str, Checked] = {}
         self.notebooks: Dict[str, CheckedNotebook] = {}
         self.pending: Dict[str, asyncio.TimerHandle] = {}
+        #: Whether the editor asked for ``shutdown`` before ``exit``: the exit status is 0 if so, else 1.
+        self.shut_down = False
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Every failure, a request's included, goes to the editor's log; pygls has already
@@ -189,6 +191,14 @@ def initialize(ls: TorchdeviceServer, params: types.InitializeParams) -> None:
     options = params.initialization_options or {}
     unsafe = options.get("unsafeFixes") if isinstance(options, dict) else None
     ls.projects = Projects(unsafe_fixes=unsafe if isinstance(unsafe, bool) else None)
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: TorchdeviceServer, params: None) -> None:
+    for pending in ls.pending.values():
+        pending.cancel()
+    ls.pending.clear()
+    ls.shut_down = True
 
 
 @server.feature(types.INITIALIZED)
@@ -328,7 +338,9 @@ def apply_fix_all(ls: TorchdeviceServer, *arguments: Any) -> Optional[str]:
 
 
 def serve() -> int:
-    """Serve one editor over stdin/stdout until it sends ``exit``. Logs go to stderr."""
+    """Serve one editor over stdin/stdout until it sends ``exit`` (or closes stdin). Logs go to
+    stderr. The exit status is 0 after a ``shutdown`` request, else 1, as LSP asks (pygls's own
+    ``sys.exit`` ends inside its event loop, which swallows the status)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     server.start_io()
-    return 0
+    return 0 if server.shut_down else 1

@@ -17,7 +17,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from .. import __version__
 from ..engine.context import Analysis, RawFinding
 from ..engine.edits import file_edits
 from ..engine.engine import Engine, to_finding
@@ -30,13 +29,11 @@ from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
 from ..syntax.cells import CellsMoved, JoinedCells
 from ..syntax.lines import LINE_BREAK, physical_lines
-from .cache import user_cache_root
 from .config import SettingsResolver, find_pyproject, without_target_source
 from .torch_target import forget_targets, target_for, with_target
-from .docs import rule_page
 from .notebooks import edits_in_cells, finding_in_cells, result_in_cells
 from .runner import fix_file
-from .sources import SourceFile
+from .sources import MAX_FILE_BYTES, SourceFile
 
 SOURCE = "torchdevice-lint"
 FIX_ALL_KIND = "source.fixAll.torchdevice"
@@ -44,6 +41,10 @@ QUICKFIX = "quickfix"
 WARNING, INFORMATION, ERROR = 2, 3, 1
 #: The rule pages ``torchdevice-lint rule --write-docs docs/rules`` writes, in a source checkout.
 RULE_DOCS = Path(__file__).resolve().parents[3] / "docs" / "rules"
+#: Lines past which a buffer is not checked: the check runs on the server's only thread, at about
+#: 1,500 lines a CPU second, and every request waits for it. The largest file of the evaluation
+#: corpus has 1,445 lines.
+MAX_BUFFER_LINES = 20_000
 
 _SYNTAX_AT = re.compile(r"at (\d+):(\d+):")
 
@@ -122,8 +123,23 @@ class Checked:
         return self.engine.settings.unsafe_fixes
 
 
+def too_large(text: str) -> Optional[str]:
+    """Why a buffer is too large to check (the CLI's file size limit, or ``MAX_BUFFER_LINES``),
+    or None."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        return f"buffer is too large ({size / 2**20:.1f} MiB, limit {MAX_FILE_BYTES // 2**20} MiB); not checked"
+    lines = text.count("\n") + 1
+    if lines > MAX_BUFFER_LINES:
+        return f"buffer is too large ({lines:,} lines, limit {MAX_BUFFER_LINES:,}); not checked"
+    return None
+
+
 def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
     checked = Checked(uri, path, text, engine)
+    checked.error = too_large(text)
+    if checked.error is not None:
+        return checked
     project = engine.projects.of(path) if engine.projects is not None else None
     tree = project.update(path, text) if project is not None else None
     try:
@@ -137,23 +153,10 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
 
 
 def rule_href(code: str) -> Optional[str]:
-    """The rule's page: the committed one in a source checkout, else the same page written once
-    into the user's cache directory (an installed package ships no docs folder)."""
+    """The rule's page in a source checkout; None for an installed package, which ships no docs
+    folder and has no published page to link to (the server writes no file, so it makes none)."""
     page = RULE_DOCS / f"{code}.md"
-    if page.is_file():
-        return page.as_uri()
-    try:
-        rule = rule_by_code(code)
-    except KeyError:
-        return None
-    page = user_cache_root() / f"rules-{__version__}" / f"{code}.md"
-    if not page.is_file():
-        try:
-            page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(rule_page(rule), encoding="utf-8")
-        except OSError:
-            return None
-    return page.as_uri()
+    return page.as_uri() if page.is_file() else None
 
 
 def diagnostics(checked: Checked, lines: Lines) -> List[dict]:
