@@ -68,10 +68,10 @@ def test_manifest_is_valid(pre_commit_home):
 def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre_commit_home):
     """Both hooks in one ``try-repo`` run: each run builds the hook environment afresh."""
     hazard = project_with(
-        tmp_path, "train.py", 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt")\n'
+        tmp_path, "train.py", 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nmodel.load_state_dict(torch.load("model.pt"))\n'
     )
     cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
-             for source in (["!pip install torch"], ["import torch\n", "model = torch.nn.Linear(2, 2).cuda()\n", 'state = torch.load("m.pt")'])]
+             for source in (["!pip install torch"], ["import torch\n", "model = torch.nn.Linear(2, 2).cuda()\n", 'model.load_state_dict(torch.load("m.pt"))'])]
     notebook = project_with(tmp_path, "train.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
     result = pre_commit("try-repo", str(hook_repo), "--all-files", cwd=tmp_path, home=pre_commit_home)
     output = result.stdout + result.stderr
@@ -81,10 +81,10 @@ def test_try_repo_lint_hook_fails_and_fix_hook_rewrites(tmp_path, hook_repo, pre
     assert "files were modified by this hook" in fix_report
     assert "Failed" in lint_report and "train.py:2:9: TDV101" in lint_report and "TDV501" not in lint_report
     assert "train.ipynb:cell 2:2:9: TDV101" in lint_report  # the hooks take notebooks (types_or: jupyter)
-    assert json.loads(notebook.read_text())["cells"][1]["source"][-1] == 'state = torch.load("m.pt", map_location="cpu")'
+    assert json.loads(notebook.read_text())["cells"][1]["source"][-1] == 'model.load_state_dict(torch.load("m.pt", map_location="cpu"))'
     # The safe fix is applied; the unsafe one (.cuda() -> a device chosen at run time) is left.
     assert hazard.read_text() == (
-        'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt", map_location="cpu")\n'
+        'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nmodel.load_state_dict(torch.load("model.pt", map_location="cpu"))\n'
     )
 
 
@@ -152,7 +152,7 @@ def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_
     """``pre-commit run --all-files`` names every tracked file: the hooks' ``--force-exclude``
     keeps vendored code (excluded in pyproject.toml) and a tracked file under a gitignored
     directory out of both hooks."""
-    hazards = 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nstate = torch.load("model.pt")\n'
+    hazards = 'import torch\nmodel = torch.nn.Linear(2, 2).cuda()\nmodel.load_state_dict(torch.load("model.pt"))\n'
     git("init", "-q", cwd=tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.torchdevice-lint]\nextend-exclude = ["vendor/"]\n')
     (tmp_path / ".gitignore").write_text("generated/\n")
@@ -168,7 +168,7 @@ def test_pre_commit_run_all_files_honours_excludes_and_gitignore(tmp_path, hook_
     assert result.returncode == 1, output
     assert "train.py:2:9: TDV101" in output
     assert "third_party" not in output and "out.py" not in output
-    assert (tmp_path / "train.py").read_text() == hazards.replace('"model.pt")', '"model.pt", map_location="cpu")')
+    assert (tmp_path / "train.py").read_text() == hazards.replace('"model.pt"))', '"model.pt", map_location="cpu"))')
     assert (tmp_path / "vendor" / "lib" / "third_party.py").read_text() == hazards
     assert (tmp_path / "generated" / "out.py").read_text() == hazards
 

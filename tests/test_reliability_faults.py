@@ -369,7 +369,8 @@ def test_a_full_disk_leaves_every_file_whole_and_no_temporary_file(tmp_path, cap
     if not _can_mount_tmpfs(disk):
         pytest.skip("needs root and a mountable tmpfs")
     try:
-        # Each file fills one 4 KiB page and its fixed text needs two: a few fixes fit, then none.
+        # Each file fills one 4 KiB page and its fixed text needs two: a few fixes fit (beside the
+        # cache's project facts), then none.
         text = SNIPPETS[1] + "#" * (4060 - len(SNIPPETS[1])) + "\n"
         names = []
         for index in range(40):
@@ -380,7 +381,7 @@ def test_a_full_disk_leaves_every_file_whole_and_no_temporary_file(tmp_path, cap
             with contextlib.suppress(OSError):
                 while True:
                     filler.write(b"\0" * 4096)
-        os.truncate(disk / "filler", os.path.getsize(disk / "filler") - 3 * 4096)
+        os.truncate(disk / "filler", os.path.getsize(disk / "filler") - 8 * 4096)  # the cache keeps project facts too
         originals = {path: path.read_bytes() for path in names}
         monkeypatch.setenv("TORCHDEVICE_LINT_CACHE_DIR", str(disk / "cache"))
         code = cli.fix_main(["--unsafe-fixes", str(disk)])
