@@ -225,7 +225,7 @@ def _from_requirements_file(path: Path, directory: Path) -> Iterator[Tuple[str, 
 def _logical_lines(lines: Sequence[str]) -> Iterator[Tuple[int, str]]:
     start, parts = None, []
     for number, line in enumerate(lines, 1):
-        line = re.split(r"(?:^|\s)#", line, 1)[0]
+        line = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
         if start is None:
             start = number
         if line.rstrip().endswith("\\"):
