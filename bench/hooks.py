@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import io
 import json
 import os
 import re
@@ -33,6 +32,8 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # like the package's own config reader
     import tomli as tomllib
+
+from torchdevice_lint.syntax.ast_nodes import dotted_name
 
 HERE = Path(__file__).resolve().parent
 PINS = HERE / "hooks" / "pins.toml"
@@ -123,7 +124,7 @@ def _ast_rows(text: str, module: str) -> Set[int]:
         return set()
     rows = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and (_dotted(node) or "").startswith(module):
+        if isinstance(node, ast.Attribute) and (dotted_name(node) or "").startswith(module):
             rows.add(node.lineno)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(module):
             rows.add(node.lineno)
@@ -137,15 +138,6 @@ def _rows_parse(path: Path) -> bool:
     except SyntaxError:
         return False
     return True
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
 
 
 # -- the rules ----------------------------------------------------------------------------------------
