@@ -28,7 +28,7 @@ import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 BENCH_DIR = Path(__file__).resolve().parent
 CORPUS_DIR = BENCH_DIR / "corpus"
@@ -153,6 +153,23 @@ def corpus_files(names: Optional[Sequence[str]] = None) -> List[Path]:
 def line_count(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(1 for _ in handle)
+
+
+def joined_files(files: Iterable[Path], lines: int, target: Path, keep: Callable[[str], bool] = lambda text: True) -> Path:
+    """``target``: the files ``keep`` takes, one after another, until about ``lines`` lines (one
+    long valid module when each is; files with ``from __future__`` imports, which must come
+    first, or carriage returns are left out)."""
+    parts, total = [], 0
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if "from __future__" in text or "\r" in text or not keep(text):
+            continue
+        parts.append(text if text.endswith("\n") else text + "\n")
+        total += text.count("\n")
+        if total >= lines:
+            break
+    target.write_text("".join(parts), encoding="utf-8")
+    return target
 
 
 def fraction(files: Sequence[Path], share: float) -> List[Path]:

@@ -32,6 +32,9 @@ from typing import List, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.corpus import joined_files  # noqa: E402
+
 CACHE = ROOT / "bench" / ".cache"
 #: Where the generated files are checked: a project of its own (this checkout's project model
 #: would read the whole pinned corpus for every run).
@@ -56,22 +59,14 @@ def research_modules(roots: Sequence[Path]) -> List[Path]:
 def joined_research(roots: Sequence[Path], lines: int) -> Path:
     """One valid file of about ``lines`` lines: research modules one after another (those with
     ``from __future__`` imports, carriage returns or syntax errors left out)."""
-    target = WORK / f"research-joined-{lines}.py"
-    parts, total = [], 0
-    for path in research_modules(roots):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if "from __future__" in text or "\r" in text or "\ufffd" in text:
-            continue
+    def parses(text: str) -> bool:
         try:
             ast.parse(text)
         except (SyntaxError, ValueError):
-            continue
-        parts.append(text if text.endswith("\n") else text + "\n")
-        total += text.count("\n")
-        if total >= lines:
-            break
-    target.write_text("".join(parts), encoding="utf-8")
-    return target
+            return False
+        return "\ufffd" not in text
+
+    return joined_files(research_modules(roots), lines, WORK / f"research-joined-{lines}.py", parses)
 
 
 def long_function(lines: int) -> Path:

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.corpus import BENCH_DIR, PROJECTS, corpus_files, fraction, line_count  # noqa: E402
+from bench.corpus import BENCH_DIR, PROJECTS, corpus_files, fraction, joined_files, line_count  # noqa: E402
 
 TORCHFIX_VERSION = "0.7.0"
 TOOLS_DIR = BENCH_DIR / ".cache"
@@ -202,17 +202,7 @@ def concatenated(corpus: Sequence[Path], lines: int) -> Path:
     target = TOOLS_DIR / f"concatenated-{lines}.py"
     if target.exists():
         return target
-    parts, total = [], 0
-    for path in corpus:
-        text = path.read_text(encoding="utf-8")
-        if "from __future__" in text or "\r" in text:
-            continue
-        parts.append(text if text.endswith("\n") else text + "\n")
-        total += text.count("\n")
-        if total >= lines:
-            break
-    target.write_text("".join(parts), encoding="utf-8")
-    return target
+    return joined_files(corpus, lines, target)
 
 
 def run(args: argparse.Namespace) -> List[str]:
