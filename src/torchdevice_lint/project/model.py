@@ -23,10 +23,8 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
-from .roots import PROJECT_FILES, REQUIREMENTS_GLOB
+from .roots import is_project_root
 
-#: A project's files (``roots.PROJECT_FILES``, any ``requirements*.txt``) or a git repository.
-ROOT_MARKERS = PROJECT_FILES + (".git",)
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
 #: A project with more Python files than this is not read: its files are judged alone.
@@ -58,7 +56,7 @@ def project_root(path: str) -> Optional[Path]:
 
 def marks_a_project(folder: Path) -> bool:
     """Whether ``folder`` is a project's root: it holds a marker (``pyproject.toml``, ``.git``...)."""
-    return any((folder / marker).exists() for marker in ROOT_MARKERS) or any(folder.glob(REQUIREMENTS_GLOB))
+    return (folder / ".git").exists() or is_project_root(folder)
 
 
 class Project:

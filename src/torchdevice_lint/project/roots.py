@@ -63,12 +63,13 @@ def _directory_of(path: str) -> Path:
 @lru_cache(maxsize=4096)
 def _root_at_or_above(directory: str) -> Optional[Path]:
     here = Path(directory)
-    if _is_project_root(here):
+    if is_project_root(here):
         return here
     return None if here.parent == here else _root_at_or_above(str(here.parent))
 
 
-def _is_project_root(directory: Path) -> bool:
+def is_project_root(directory: Path) -> bool:
+    """A folder holding a project file (``pyproject.toml``, ``setup.py``, ``requirements*.txt``...)."""
     if any((directory / name).is_file() for name in PROJECT_FILES):
         return True
     try:
