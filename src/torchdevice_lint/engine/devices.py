@@ -28,6 +28,7 @@ import re
 import symtable
 import weakref
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
@@ -119,10 +120,16 @@ class DeviceChooser:
         self._symbols: Optional[symtable.SymbolTable] = None
         self._tensor_facts: Dict[int, TensorFacts] = {}
 
+    @cached_property
+    def target_binding(self) -> Optional[str]:
+        """The binding the settings and the target torch give (None before ``torch.device``):
+        asked per fix, read once per file."""
+        return binding_expression(self.ctx.settings)
+
     # -- the choice ---------------------------------------------------------------------------
     def choose(self, avoid: Optional[str] = None, evaluated_before: Optional[cst.CSTNode] = None) -> DeviceChoice:
         name = self.name
-        if binding_expression(self.ctx.settings) is None:
+        if self.target_binding is None:
             # a target torch without ``torch.device``: nothing can be written (``report`` drops the fix)
             return DeviceChoice(self.spelled(name), needs_binding=True)
         if self.device_bound_here(name):
@@ -146,7 +153,7 @@ class DeviceChooser:
             return settings.device_expression
         if self.cuda_or_cpu_convention():
             return CUDA_OR_CPU_EXPRESSION
-        return binding_expression(settings)
+        return self.target_binding
 
     def binding_imports(self) -> List[ImportSpec]:
         settings = self.ctx.settings
