@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 #: The shape of an integer literal in ``Facts.first_arguments`` and ``Facts.keyword_values``
 #: (``True`` is a ``bool``, not one); any other shape is a lowercased name.
 INTEGER = "<int>"
+#: The shape of a name or attribute indexed by an integer (``opt.gpu_ids[0]``): its last name
+#: lowercased, then this.
+INDEXED = "[<int>]"
 
 
 @dataclass
@@ -313,8 +316,14 @@ def _template_head(node: ast.expr) -> Optional[str]:
 
 
 def _shape(node: ast.expr) -> Optional[str]:
-    """``INTEGER``, a name's or attribute's last name lowercased, or None for anything else."""
+    """``INTEGER``, a name's or attribute's last name lowercased (then ``INDEXED`` where an integer
+    indexes it), or None for anything else."""
     kind = type(node)
+    if kind is ast.Subscript:
+        index, indexed = node.slice, _shape(node.value)
+        if type(index) is ast.Constant and type(index.value) is int and indexed not in (None, INTEGER) and not indexed.endswith(INDEXED):
+            return indexed + INDEXED
+        return None
     if kind is ast.Name:
         return node.id.lower()
     if kind is ast.Attribute:

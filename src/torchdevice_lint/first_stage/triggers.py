@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .facts import Facts
+from .facts import INDEXED, Facts
 
 if TYPE_CHECKING:
     from ..inference import FileInference
@@ -118,20 +118,31 @@ class Arguments(Trigger):
     """A call given one of ``values`` (``INTEGER``, or a last name, compared lowercased): as
     the first positional argument of a call whose function ends in one of ``calls`` (or is a
     name imported as one: ``from torch import device as dev``), or as a ``keywords`` value.
-    ``Arguments(INDEX_NAMES, calls="to")`` matches ``x.to(args.local_rank)``."""
+    ``Arguments(INDEX_NAMES, calls="to")`` matches ``x.to(args.local_rank)``. ``indexed``: any
+    name or attribute indexed by an integer (``opt.gpu_ids[0]``) counts too, whatever its name
+    (what it holds is the project's to say)."""
 
-    def __init__(self, values, calls=(), keywords=()) -> None:
+    def __init__(self, values, calls=(), keywords=(), indexed: bool = False) -> None:
         self.values = frozenset(value.lower() for value in _frozen(values))
         self.calls = _frozen(calls)
         self.keywords = _frozen(keywords)
+        self.indexed = indexed
         self._first = frozenset(product(self.calls, self.values))
         self._keyword = frozenset(product(self.keywords, self.values))
 
     def __repr__(self) -> str:
-        return f"Arguments(values={sorted(self.values)}, calls={sorted(self.calls)}, keywords={sorted(self.keywords)})"
+        return (
+            f"Arguments(values={sorted(self.values)}, calls={sorted(self.calls)}, keywords={sorted(self.keywords)}"
+            f"{', indexed=True' if self.indexed else ''})"
+        )
 
     def matches(self, facts: Facts) -> bool:
         if not self._first.isdisjoint(facts.first_arguments) or not self._keyword.isdisjoint(facts.keyword_values):
+            return True
+        if self.indexed and (
+            any(called in self.calls and shape.endswith(INDEXED) for called, shape in facts.first_arguments)
+            or any(keyword in self.keywords and shape.endswith(INDEXED) for keyword, shape in facts.keyword_values)
+        ):
             return True
         renamed = [local for local, name in facts.renames.items() if name in self.calls]
         return any((local, value) in facts.first_arguments for local in renamed for value in self.values)

@@ -48,6 +48,23 @@ class ProjectFacts:
                 return True, self.options[candidate]
         return False, None
 
+    def lists_gpus(self, name: str) -> bool:
+        """Whether the option ``name`` (or the one it copies) defaults to GPU indices: a string
+        like ``"0"`` or ``"0,1"`` (pix2pix's ``--gpu_ids``, ``-1`` meaning the CPU), or a
+        non-empty list of them: ``opt.gpu_ids[0]`` is then GPU 0 unless the user says otherwise."""
+        known, value = self.value(name)
+        if not known:
+            return False
+        if isinstance(value, str):
+            value = value.split(",") if value.strip() else []
+        if not isinstance(value, (list, tuple)) or not value:
+            return False
+        return all(
+            (isinstance(index, int) and not isinstance(index, bool) and index >= 0)
+            or (isinstance(index, str) and index.strip().isdigit())
+            for index in value
+        )
+
     def holds(self, test: list) -> Optional[bool]:
         """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""
         option, measured, operator, operand = test

@@ -5,8 +5,13 @@
 
 An integer device means "accelerator number N". On a CPU-only build of torch 2.13 each of these
 raises ``RuntimeError: Cannot access accelerator device when none is available.`` (constructing
-``torch.device(0)`` included). ``device_ids=[0]`` is left alone: ``nn.DataParallel`` ignores it
-without a GPU, and ``DistributedDataParallel`` only runs inside a process group.
+``torch.device(0)`` included). An index taken from a list the project's options fill with GPU
+indices by default (``net.to(opt.gpu_ids[0])`` with ``--gpu_ids`` defaulting to ``"0"``) is one too.
+
+``device_ids=[...]`` of ``DistributedDataParallel`` raises ``ValueError`` for a module on the CPU
+whatever the list holds (``[0]``, ``[rank]``, even ``[torch.device("cpu")]``; checked on torch
+2.13), so it is reported outside code that only runs distributed or behind an availability check.
+``nn.DataParallel`` is left alone: without a GPU it ignores ``device_ids`` and runs the module.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from ..first_stage.facts import INTEGER
 from ..first_stage.triggers import Arguments, Triggers
 from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
 from ..knowledge.flags import mentions_availability
+from ..knowledge.project_facts import ProjectFacts
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
@@ -201,13 +207,29 @@ INDEX_NAMES = frozenset(
 )
 
 
-def integer_device(node: cst.BaseExpression) -> bool:
-    """An integer literal, or a variable named like a device index."""
+def integer_device(node: cst.BaseExpression, project: ProjectFacts = ProjectFacts()) -> bool:
+    """An integer literal, a variable named like a device index, or an element of a list that
+    the project's options fill with GPU indices by default (``opt.gpu_ids[0]``, ``gpu_ids[0]``
+    where ``--gpu_ids`` defaults to ``"0"``)."""
     if isinstance(node, cst.Integer):
         return True
     if isinstance(node, (cst.Name, cst.Attribute)):
         return (last_name(node) or "").lower() in INDEX_NAMES
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        indexed = last_name(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
+        return (
+            isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)
+            and indexed is not None and project.lists_gpus(indexed)
+        )
     return False
+
+
+#: What ``DistributedDataParallel`` is imported as (``DDP``, ``nn.parallel.DistributedDataParallel``).
+DISTRIBUTED_DATA_PARALLEL = frozenset(
+    {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+     "torch.nn.DistributedDataParallel"}
+)
 
 
 class HardcodedDeviceIndex(Rule):
@@ -219,20 +241,27 @@ class HardcodedDeviceIndex(Rule):
     what = (
         "Checks for integers used as a device: `.to(0)`, `.to(local_rank)`, `torch.device(0)`, "
         "`torch.ones(2, device=rank)`. A variable counts when its name says it is an index "
-        "(`rank`, `local_rank`, `gpu`, `gpu_id`, `device_id`...)."
+        "(`rank`, `local_rank`, `gpu`, `gpu_id`, `device_id`...), and an element of a list that "
+        "a command-line option of the project fills with GPU indices by default (`net.to(opt.gpu_ids[0])` "
+        "with `--gpu_ids` defaulting to `\"0\"`). Also checks for `DistributedDataParallel(..., "
+        "device_ids=[...])` outside code that only runs distributed."
     )
     why = (
         "An integer device is the index of an accelerator. Without one, torch raises "
         "`RuntimeError: Cannot access accelerator device when none is available.`, even when "
-        "only constructing `torch.device(0)`."
+        "only constructing `torch.device(0)`. `DistributedDataParallel` given `device_ids` "
+        "raises `ValueError` for a module on the CPU, whatever the list holds."
     )
     fix_safety_note = (
         "The fix keeps the index where an accelerator is available and uses the CPU elsewhere: "
         '`.to(rank if torch.accelerator.is_available() else "cpu")` for target torch 2.6 and '
-        "later, `torch.cuda.is_available()` below (a Mac then runs on the CPU)."
+        "later, `torch.cuda.is_available()` below (a Mac then runs on the CPU). `device_ids` "
+        "becomes `None` without CUDA (what a CPU module needs)."
     )
-    # what ``_device_argument`` and ``integer_device`` look at, as the first stage sees it
-    triggers = Arguments(INDEX_NAMES | {INTEGER}, calls=("device", "to"), keywords="device")
+    # what ``_device_argument``, ``integer_device`` and ``_device_ids`` look at, as the first stage sees it
+    triggers = Arguments(INDEX_NAMES | {INTEGER}, calls=("device", "to"), keywords="device", indexed=True) | Triggers(
+        keywords="device_ids"
+    )
     valid = (
         Valid('import torch\nx = torch.ones(2).to("cpu")\ny = x.to(torch.float16)\n'),
         Valid("import torch\nif torch.cuda.is_available():\n    x = torch.ones(2).to(0)\n"),
@@ -252,6 +281,18 @@ class HardcodedDeviceIndex(Rule):
             "        self.model = model.to(gpu_id)\n\n"
             'if __name__ == "__main__":\n    world_size = torch.cuda.device_count()\n    mp.spawn(main, nprocs=world_size)\n'
         ),
+        # an index list whose option does not default to GPUs (-1: the CPU), or no option at all
+        Valid(
+            "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n        net.to(gpu_ids[0])\n    return net\n",
+            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='-1')\n"},
+        ),
+        Valid("import torch\n\ndef place(net, ids):\n    return net.to(ids[0])\n"),
+        # DDP inside a process group's code, or with no device_ids
+        Valid(
+            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\ndef main(args):\n"
+            "    if args.distributed:\n        model = DDP(model, device_ids=[args.gpu])\n"
+        ),
+        Valid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=None)\n"),
     )
     invalid = (
         Invalid(
@@ -283,10 +324,32 @@ class HardcodedDeviceIndex(Rule):
             "from torch import device\ndev = device(1)\n",
             fixed='from torch import device\nimport torch\n\ndev = device(1 if torch.cuda.is_available() else "cpu")\n',
         ),
+        # pix2pix-style options: --gpu_ids defaults to "0", so the default run moves to GPU 0
+        Invalid(
+            "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n        net.to(gpu_ids[0])\n    return net\n",
+            fixed=(
+                "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n"
+                '        net.to(gpu_ids[0] if torch.cuda.is_available() else "cpu")\n    return net\n'
+            ),
+            files={"options/base_options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0', help='-1 for CPU')\n"},
+        ),
+        # DistributedDataParallel on the only path of the script (the helper also serves one GPU)
+        Invalid(
+            "import torch\nimport torch.nn as nn\n\ndef main(args):\n    init_distributed_mode(args)\n"
+            "    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on])\n",
+            fixed=(
+                "import torch\nimport torch.nn as nn\n\ndef main(args):\n    init_distributed_mode(args)\n"
+                "    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on] if torch.cuda.is_available() else None)\n"
+            ),
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.guarded:
+            return
+        device_ids = self._device_ids(node)
+        if device_ids is not None:
+            self._report_device_ids(device_ids)
             return
         index = self._device_argument(node)
         if index is None:
@@ -303,15 +366,42 @@ class HardcodedDeviceIndex(Rule):
     def _device_argument(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         args = positional(call)
         name = self.ctx.qualname(call.func)
+        project = self.ctx.project
         if name == "torch.device":
-            return args[0].value if len(args) == 1 and integer_device(args[0].value) else None
+            return args[0].value if len(args) == 1 and integer_device(args[0].value, project) else None
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "device" and integer_device(arg.value):
+            if arg.keyword is not None and arg.keyword.value == "device" and integer_device(arg.value, project):
                 torch_call = name is not None and name.startswith("torch.")
                 return arg.value if torch_call or method_name(call) is not None else None
-        if method_name(call) == "to" and args and integer_device(args[0].value):
+        if method_name(call) == "to" and args and integer_device(args[0].value, project):
             return args[0].value
         return None
+
+    def _device_ids(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """The list given as ``device_ids=`` to ``DistributedDataParallel``, when it names any device."""
+        if self.ctx.qualname(call.func) not in DISTRIBUTED_DATA_PARALLEL:
+            return None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "device_ids":
+                listed = isinstance(arg.value, (cst.List, cst.Tuple)) and bool(arg.value.elements)
+                return arg.value if listed else None
+        return None
+
+    def _report_device_ids(self, device_ids: cst.BaseExpression) -> None:
+        check = availability_check(self.ctx, "cuda")
+        fix = None
+        if check is not None:
+            test = cst.parse_expression(check)
+
+            def without_cuda(updated: cst.BaseExpression) -> cst.BaseExpression:
+                return cst.IfExp(test=test, body=updated, orelse=cst.Name("None"))
+
+            fix = self.make_fix({device_ids: without_cuda}, imports=self.ctx.torch_imports())
+        message = (
+            f"`device_ids={source_of(device_ids)}` names a GPU: `DistributedDataParallel` raises "
+            "`ValueError` for a module on the CPU"
+        )
+        self.report(device_ids, message, fix)
 
 
 RULES = (CudaDefaultDevice, CudaRequired, HardcodedDeviceIndex)
