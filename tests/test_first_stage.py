@@ -73,10 +73,19 @@ def test_findings_are_the_same_with_and_without_the_first_stage(example, monkeyp
     assert findings_in_full(example.code, example.config) == with_first_stage
 
 
-def test_invalid_examples_are_candidates_for_their_own_rule():
+def test_invalid_examples_are_candidates_for_their_own_rule(tmp_path):
     for rule in RULES:
-        for example in rule.invalid:
-            assert rule.triggers.matches(parse_facts(example.code)), (rule.code, example.code)
+        for index, example in enumerate(rule.invalid):
+            if not example.files:
+                assert rule.triggers.matches(parse_facts(example.code)), (rule.code, example.code)
+                continue
+            # in its project: the names other modules bring count (``from utils import *``)
+            folder = tmp_path / f"{rule.code}-{index}"
+            for name, code in {**example.files, "example.py": example.code}.items():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (folder / name).write_text(code)
+            engine = api.engine(settings_from_table({"select": [rule.code]}), rules=[rule], projects=api.Projects())
+            assert engine.rules_for(str(folder / "example.py"), example.code) == [rule], (rule.code, example.code)
 
 
 @pytest.mark.slow

@@ -428,14 +428,22 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 5 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 9 and repr(fields) == text):
         return None
-    options, unknown, copies, predicates, saved = fields
+    options, unknown, copies, predicates, saved, imports, stars, public, devices = fields
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
-        and isinstance(unknown, list) and all(isinstance(name, str) for name in unknown)
-        and isinstance(copies, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in copies.items())
+        and _strings(unknown) and _string_map(copies)
         and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
-        and isinstance(saved, list) and all(isinstance(name, str) for name in saved)
+        and _strings(saved) and _string_map(imports) and _strings(stars) and (public is None or _strings(public))
+        and _string_map(devices)
     )
-    return ModuleFacts(options, unknown, copies, predicates, saved) if shaped else None
+    return ModuleFacts(options, unknown, copies, predicates, saved, imports, stars, public, devices) if shaped else None
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _string_map(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in value.items())

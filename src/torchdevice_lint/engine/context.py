@@ -180,6 +180,8 @@ class FileContext:
         #: CPython's tree of the source, when the first stage handed it over.
         self.tree: Optional[ast.Module] = None
         self._collect_top_level_imports(module.body)
+        # what the project's modules bring: ``from utils import *`` binding torch, ``from utils import nn``
+        self.aliases.update(project.imported)
 
     def python_tree(self) -> ast.Module:
         """CPython's tree of the source: the first stage's, or parsed here once."""

@@ -251,10 +251,26 @@ class DeviceChooser:
         values = self.bindings(scope, name)
         return (
             bool(values)
-            and all(self.device_valued(value) for value in values)
+            and (all(self.device_valued(value) for value in values) or self.imported_portable_device(name))
             and not self.rebound_by_global(name)
             and self.ctx.bound_above(scope, name)
         )
+
+    def imported_portable_device(self, name: str) -> bool:
+        """Whether the module binds ``name`` only by importing it from a module of the project
+        that binds it to a portable device at module level (``from utils import device`` where
+        ``utils.py`` has ``device = torch.device("cuda" if ... else "cpu")``)."""
+        if self.ctx.project.imported_devices.get(name) != "portable":
+            return False
+        for statement in self.ctx.module.body:
+            collector = BindingValues(statement, name)
+            statement.visit(collector)
+            importing = isinstance(statement, cst.SimpleStatementLine) and all(
+                isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) for small in statement.body
+            )
+            if collector.values and not importing:
+                return False
+        return True
 
     def holds_torch_device(self, name: str) -> bool:
         """Whether every value ``name`` may hold here is a ``torch.device`` (not a string): what

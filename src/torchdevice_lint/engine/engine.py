@@ -52,6 +52,8 @@ class Engine:
         """``rules_for``'s rules, and the facts they were chosen by (with the device inference
         when a trigger ran it)."""
         facts = parse_facts(source, tree)
+        if self.projects is not None:
+            _bring_imports(facts, self.projects.facts_for(path))
         extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
         exempt = noqa.file_exemption(source)
         if exempt == ():
@@ -104,6 +106,15 @@ class Engine:
         # keeps the trees alive until the cyclic collector runs (``syntax.cst_walk.walk`` has the same note)
         analysis.ctx.findings.clear()
         return result
+
+
+def _bring_imports(facts: Facts, project: ProjectFacts) -> None:
+    """The torch names the file's imports of the project's modules bring (``from utils import *``
+    binding ``torch``), for the triggers that resolve names through imports, as the LibCST
+    pass resolves them (``FileContext``)."""
+    for local, name in project.imported.items():
+        if local in facts.identifiers:
+            facts.imports.setdefault(local, set()).add(name)
 
 
 def _libcst_half():

@@ -25,19 +25,27 @@ class ProjectFacts:
     default, the names that copy one (``self.use_gpu = opt.cuda``), the one-line predicates that
     test one (``def use_gpu(self): return len(self.opt.gpu_ids) > 0``: ``[option, len taken,
     operator, integer]``), and the names of the files the project saves from ``.cpu()`` values.
-    Empty where there is no project (a buffer on stdin)."""
+    For one file of the project: the torch names its imports of the project's modules bring
+    (``from utils import *`` where ``utils`` does ``import torch.nn as nn``: ``nn`` ->
+    ``torch.nn``), and the module-level devices they bring (``from utils import device`` ->
+    ``project.facts.DEVICE_KINDS``'s word for that binding). Empty where there is no project (a
+    buffer on stdin)."""
 
     options: Mapping[str, Any] = field(default_factory=dict)
     copies: Mapping[str, str] = field(default_factory=dict)
     predicates: Mapping[str, list] = field(default_factory=dict)
     cpu_saved_files: FrozenSet[str] = frozenset()
+    imported: Mapping[str, str] = field(default_factory=dict)
+    imported_devices: Mapping[str, str] = field(default_factory=dict)
 
     @cached_property
     def fingerprint(self) -> str:
         """A short digest of everything here, for cache keys; empty for an empty model."""
-        if not (self.options or self.copies or self.predicates or self.cpu_saved_files):
+        parts = [
+            self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.imported, self.imported_devices,
+        ]
+        if not any(parts):
             return ""
-        parts = [self.options, self.copies, self.predicates, sorted(self.cpu_saved_files)]
         text = json.dumps(parts, sort_keys=True, default=repr)
         return ":" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 

@@ -3,8 +3,11 @@
 A line is judged with what the whole project says: ``if self.use_gpu:`` is no availability check
 when ``--gpu_ids`` defaults to ``"0"`` in ``options/base_options.py`` and ``use_gpu`` only reads
 it. Each module contributes the command-line options it defines with their defaults, the
-attributes and one-line predicates that copy or test an option, and the files it saves from
-``.cpu()`` values. The facts are plain data, cached by the module's content hash.
+attributes and one-line predicates that copy or test an option, the files it saves from
+``.cpu()`` values, and what other modules may take from it: its module-level imports (``torch``,
+``nn`` reach a module through ``from utils import *``), its star imports, its ``__all__`` and
+its module-level device bindings (``device = torch.device("cuda" if ... else "cpu")``). The facts
+are plain data, cached by the module's content hash.
 """
 
 from __future__ import annotations
@@ -34,6 +37,21 @@ class ModuleFacts:
     predicates: Dict[str, list] = field(default_factory=dict)
     #: The names of the files it saves ``.cpu()`` values to (``torch.save(x.cpu(), "feat.pth")``).
     cpu_saved_files: List[str] = field(default_factory=list)
+    #: Module-level imports: local name -> the module (``import torch.nn as nn`` -> ``torch.nn``)
+    #: or ``module:name`` for a from-import (``from .utils import device`` -> ``.utils:device``).
+    imports: Dict[str, str] = field(default_factory=dict)
+    #: The modules it star-imports at module level, relative ones with their dots (``.types_``).
+    star_imports: List[str] = field(default_factory=list)
+    #: Its ``__all__`` when that is a literal list of names (what a star import of it takes).
+    public: Optional[List[str]] = None
+    #: Module-level names bound to a device -> ``DEVICE_KINDS``'s word for it.
+    devices: Dict[str, str] = field(default_factory=dict)
+
+
+#: What a module-level device binding holds: ``portable`` (an accelerator where available, else
+#: the CPU: ``"cuda" if torch.cuda.is_available() else "cpu"``), ``cuda`` (CUDA whatever the
+#: machine has: ``torch.device("cuda")``), ``mps``, ``cpu``.
+DEVICE_KINDS = ("portable", "cuda", "mps", "cpu")
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
@@ -46,7 +64,86 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             _read_copy(node.targets[0], node.value, facts)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _read_predicate(node, facts)
+    _read_module_level(tree.body, facts)
     return facts
+
+
+def _read_module_level(body: List[ast.stmt], facts: ModuleFacts) -> None:
+    """Imports, star imports, ``__all__`` and device bindings of the module's own statements
+    (and of the ``if``/``try`` blocks among them: ``try: from apex import amp``)."""
+    kinds: Dict[str, set] = {}
+    for statement in _module_statements(body):
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                local = alias.asname or alias.name.split(".")[0]
+                facts.imports.setdefault(local, alias.name if alias.asname else local)
+        elif isinstance(statement, ast.ImportFrom):
+            module = "." * statement.level + (statement.module or "")
+            for alias in statement.names:
+                if alias.name == "*":
+                    facts.star_imports.append(module)
+                else:
+                    facts.imports.setdefault(alias.asname or alias.name, f"{module}:{alias.name}")
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            name = statement.targets[0].id
+            if name == "__all__" and isinstance(statement.value, (ast.List, ast.Tuple)):
+                listed = [literal_string(element) for element in statement.value.elts]
+                facts.public = [entry for entry in listed if entry is not None]
+            else:
+                kinds.setdefault(name, set()).add(device_kind(statement.value))
+    for statement in body:
+        if isinstance(statement, ast.If) and statement.orelse and _tests_availability(statement.test):
+            _read_device_branches(statement, kinds)
+        elif isinstance(statement, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
+            for node in ast.walk(statement):  # bound there too: nothing proven about it
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    kinds.setdefault(node.id, set()).add(None)
+    facts.devices = {name: found.pop() for name, found in kinds.items() if len(found) == 1 and None not in found}
+
+
+def _module_statements(body: List[ast.stmt]):
+    for statement in body:
+        if isinstance(statement, (ast.If, ast.Try)):
+            for block in (statement.body, *(handler.body for handler in getattr(statement, "handlers", ())), statement.orelse):
+                yield from (inner for inner in block if isinstance(inner, (ast.Import, ast.ImportFrom)))
+        else:
+            yield statement
+
+
+def _read_device_branches(statement: ast.If, kinds: Dict[str, set]) -> None:
+    """``if torch.cuda.is_available(): device = "cuda"`` / ``else: device = "cpu"``: portable."""
+    def assigned(block: List[ast.stmt]) -> Dict[str, Optional[str]]:
+        return {
+            inner.targets[0].id: device_kind(inner.value) for inner in block
+            if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and isinstance(inner.targets[0], ast.Name)
+        }
+
+    chosen, otherwise = assigned(statement.body), assigned(statement.orelse)
+    for name in chosen.keys() | otherwise.keys():
+        both = {chosen.get(name), otherwise.get(name)}
+        kinds.setdefault(name, set()).add("portable" if both in ({"cuda", "cpu"}, {"cuda", "portable"}) else None)
+
+
+def device_kind(value: ast.expr) -> Optional[str]:
+    """``DEVICE_KINDS``'s word for a device expression (a string, ``torch.device(...)``, or a
+    conditional on availability choosing between them), or None for anything else."""
+    if isinstance(value, ast.Call) and last_name(value.func) == "device" and len(value.args) == 1 and not value.keywords:
+        return device_kind(value.args[0])
+    text = literal_string(value)
+    if text is not None:
+        kind = text.split(":", 1)[0]
+        return kind if kind in ("cuda", "cpu", "mps") else None
+    if isinstance(value, ast.IfExp) and _tests_availability(value.test):
+        arms = {device_kind(value.body), device_kind(value.orelse)}
+        return "portable" if arms & {"cpu", "portable"} and None not in arms else None
+    return None
+
+
+def _tests_availability(test: ast.expr) -> bool:
+    """A condition that calls ``is_available()`` or ``device_count()`` (of any backend)."""
+    return any(
+        isinstance(node, ast.Call) and last_name(node.func) in ("is_available", "device_count") for node in ast.walk(test)
+    )
 
 
 def _read_call(call: ast.Call, facts: ModuleFacts) -> None:

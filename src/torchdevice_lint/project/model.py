@@ -10,6 +10,7 @@ disk is known (a buffer on stdin), the model is empty and each file is judged al
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -23,6 +24,7 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
+from .imports import ImportResolver
 from .roots import is_project_root
 
 #: Folders never read for the model (virtualenvs, caches, build output).
@@ -67,6 +69,9 @@ class Project:
         self.cache = cache if cache is not None else FactsCache()
         self.modules: Dict[str, ModuleFacts] = {}
         self._facts: Optional[ProjectFacts] = None
+        #: Each module's facts with what its imports of the project's modules bring, by path.
+        self._file_facts: Dict[str, ProjectFacts] = {}
+        self._resolver = ImportResolver(root, self.modules)
         files = list(itertools.islice(python_files(root), MAX_FILES + 1))
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self.modules[str(file)] = self.cache.facts_of_file(file)
@@ -80,6 +85,8 @@ class Project:
         facts = module_facts(tree) if tree is not None else _parse_facts(text.encode("utf-8", "surrogatepass"))
         self.modules[os.path.abspath(path)] = facts
         self._facts = None
+        self._file_facts = {}
+        self._resolver = ImportResolver(self.root, self.modules)
         return tree
 
     @property
@@ -87,6 +94,18 @@ class Project:
         if self._facts is None:
             self._facts = combined_facts(self.modules.values())
         return self._facts
+
+    def facts_for(self, path: str) -> ProjectFacts:
+        """The project's facts as the module at ``path`` reads them: with the torch names and
+        devices its imports of the project's other modules bring (``imports.py``)."""
+        path = os.path.abspath(path)
+        if path not in self._file_facts:
+            names, devices = self._resolver.brought(path)
+            facts = self.facts
+            if names or devices:
+                facts = dataclasses.replace(facts, imported=names, imported_devices=devices)
+            self._file_facts[path] = facts
+        return self._file_facts[path]
 
 
 def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
@@ -224,4 +243,4 @@ class Projects:
 
     def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
-        return project.facts if project is not None else ProjectFacts()
+        return project.facts_for(path) if project is not None else ProjectFacts()

@@ -267,6 +267,12 @@ class CudaMethodCall(Rule):
             ),
             files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
         ),
+        # the project's device, portable where utils.py defines it, is the one the fix uses
+        Invalid(
+            "import torch\nfrom utils import device\n\n\ndef f(x):\n    return x.cuda()\n",
+            fixed="import torch\nfrom utils import device\n\n\ndef f(x):\n    return x.to(device)\n",
+            files={"utils.py": 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'},
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

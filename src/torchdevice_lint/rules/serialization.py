@@ -75,6 +75,11 @@ class LoadWithoutMapLocation(Rule):
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
             files={"extract.py": 'import torch\ntorch.save(feats.cpu(), os.path.join(out, "train_feat.pth"))\n'},
         ),
+        # `torch` here is the file's own import, not the one the star import brings
+        Valid(
+            'from utils import *\nimport safetensors.torch as torch\nstate = torch.load("model.pt")\n',
+            files={"utils.py": "import torch\n"},
+        ),
         Valid('import torch\nstate = torch.load("model.pt", device)\n'),
         Valid("import torch\nstate = torch.load(path, **load_kwargs)\n"),
         Valid("import pickle\nstate = pickle.load(handle)\nimport json\ncfg = json.load(handle)\n"),
@@ -141,6 +146,15 @@ class LoadWithoutMapLocation(Rule):
         ),
     )
     invalid = (
+        # `torch` comes from the project's utils.py through a star import
+        Invalid(
+            'from utils import *\nstate = torch.load("model.pt")\n',
+            fixed=(
+                'from utils import *\nstate = torch.load("model.pt", map_location=lambda storage, location: storage '
+                'if location.startswith("cuda") and not torch.cuda.is_available() else None)\n'
+            ),
+            files={"utils.py": "import os\nimport torch\n"},
+        ),
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',
