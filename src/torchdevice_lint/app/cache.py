@@ -428,17 +428,28 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 9 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 11 and repr(fields) == text):
         return None
-    options, unknown, copies, predicates, saved, imports, stars, public, devices = fields
+    options, unknown, copies, predicates, saved, imports, stars, public, devices, counts, passed = fields
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
         and _strings(unknown) and _string_map(copies)
         and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
         and _strings(saved) and _string_map(imports) and _strings(stars) and (public is None or _strings(public))
         and _string_map(devices)
+        and isinstance(counts, dict) and all(isinstance(a, str) and type(b) is int for a, b in counts.items())
+        and isinstance(passed, dict) and all(isinstance(name, str) and isinstance(calls, list) and all(map(_passed_call, calls)) for name, calls in passed.items())
     )
-    return ModuleFacts(options, unknown, copies, predicates, saved, imports, stars, public, devices) if shaped else None
+    fields = (options, unknown, copies, predicates, saved, imports, stars, public, devices, counts, passed)
+    return ModuleFacts(*fields) if shaped else None
+
+
+def _passed_call(call) -> bool:
+    """``[positional, keywords]`` of ``ModuleFacts.passed``."""
+    return (
+        isinstance(call, list) and len(call) == 2 and isinstance(call[0], list)
+        and all(argument is None or isinstance(argument, str) for argument in call[0]) and _string_map(call[1])
+    )
 
 
 def _strings(value) -> bool:

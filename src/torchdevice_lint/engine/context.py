@@ -245,7 +245,7 @@ class FileContext:
         return guards.classify(test, self.qualname, self.flag_default)
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
-        return self.flags.default(flag, self.enclosing_function())
+        return self.flags.default(flag, self.enclosing_function(), self.enclosing_class())
 
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
         """Parent of the node being visited (depth 1), grandparent (2)..."""

@@ -5,6 +5,9 @@
 the user says otherwise, so such a branch is reported like unguarded code. A flag derived from an
 availability check (``args.cuda = not args.no_cuda and torch.cuda.is_available()``) stays a guard.
 An opt-out flag parsed in another file (``opt.no_cuda``) is taken as off, argparse's default.
+A parameter (or the attribute ``__init__`` copies it to) that every call in the project passes
+the same option (``MultiBoxLoss(..., args.cuda)`` with ``--cuda`` defaulting to True) has that
+option's default.
 """
 
 from __future__ import annotations
@@ -79,12 +82,16 @@ class FlagDefaults:
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
 
-    def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
+    def default(
+        self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef] = None
+    ) -> Optional[bool]:
         """The flag's default (a condition on it: its value then), or None when unknown or
         derived from an availability check. Options parsed in other modules, the attributes that
-        copy them and one-line predicates that test them come from the project."""
+        copy them, one-line predicates that test them and the options every caller passes come
+        from the project. ``klass``: the class ``function`` is a method of."""
         if isinstance(flag, cst.Name):
-            return self._parameter_default(flag.value, function)
+            passed = self._passed_default(flag.value, function, klass)
+            return passed if passed is not None else self._parameter_default(flag.value, function)
         if isinstance(flag, cst.Attribute):
             defaults = self._attribute_defaults()
             name = flag.attr.value
@@ -93,12 +100,49 @@ class FlagDefaults:
             known = self.project.holds([name, False, None, None])
             if known is not None:
                 return known
+            if klass is not None and isinstance(flag.value, cst.Name) and flag.value.value == "self":
+                passed = self._copied_parameter_default(name, klass)
+                if passed is not None:
+                    return passed
             return False if _opts_out(name) else None  # ``opt.no_cuda``: a store_true opt-out
         if isinstance(flag, cst.Call) and not flag.args and isinstance(flag.func, (cst.Name, cst.Attribute)):
             test = self.project.predicates.get(last_name(flag.func) or "")
             return self.project.holds(test) if test is not None else None
         test = option_test(flag) if isinstance(flag, (cst.Comparison, cst.Call)) else None
         return self.project.holds(test) if test is not None else None
+
+    def _passed_default(self, name: str, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> Optional[bool]:
+        """The default of the option every call of ``function`` passes as its parameter ``name``
+        (a method's calls skip ``self``; ``__init__``'s are the class's), unless the function
+        assigns the parameter again."""
+        if function is None or not self.project.arguments:
+            return None
+        params = function.params
+        positional = list(params.posonly_params) + list(params.params)
+        method = klass is not None and not any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators
+        )
+        names = [param.name.value for param in positional][1 if method else 0:]
+        if name not in names and name not in (param.name.value for param in params.kwonly_params):
+            return None
+        if any(a.targets[0].target.value == name for a in _assignments(function.body, cst.Name)):
+            return None
+        callee = klass.name.value if method and function.name.value == "__init__" else function.name.value
+        return self.project.passed_default(callee, names.index(name) if name in names else None, name)
+
+    def _copied_parameter_default(self, attribute: str, klass: cst.ClassDef) -> Optional[bool]:
+        """``self.use_gpu = use_gpu`` in ``__init__``: the default every call of the class passes."""
+        init = next(
+            (s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
+        )
+        if init is None:
+            return None
+        copied = [
+            a.value.value for a in _assignments(init.body, cst.Attribute)
+            if a.targets[0].target.attr.value == attribute and isinstance(a.targets[0].target.value, cst.Name)
+            and a.targets[0].target.value.value == "self" and isinstance(a.value, cst.Name)
+        ]
+        return self._passed_default(copied[0], init, klass) if len(copied) == 1 else None
 
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:

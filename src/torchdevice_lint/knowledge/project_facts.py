@@ -37,12 +37,18 @@ class ProjectFacts:
     cpu_saved_files: FrozenSet[str] = frozenset()
     imported: Mapping[str, str] = field(default_factory=dict)
     imported_devices: Mapping[str, str] = field(default_factory=dict)
+    #: Functions and classes every call of which in the project passes an attribute
+    #: (``MultiBoxLoss(..., args.cuda)``), by name -> those calls' ``[positional, keywords]``
+    #: (``project.facts.ModuleFacts.passed``; an option the calling module parses itself is
+    #: ``["=", its default there]``).
+    arguments: Mapping[str, list] = field(default_factory=dict)
 
     @cached_property
     def fingerprint(self) -> str:
         """A short digest of everything here, for cache keys; empty for an empty model."""
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.imported, self.imported_devices,
+            self.arguments,
         ]
         if not any(parts):
             return ""
@@ -72,6 +78,23 @@ class ProjectFacts:
             or (isinstance(index, str) and index.strip().isdigit())
             for index in value
         )
+
+    def passed_default(self, callee: str, index: Optional[int], keyword: str) -> Optional[bool]:
+        """The default of the option every call of ``callee`` in the project passes as its
+        argument ``index`` (positional, None if keyword-only) or ``keyword``: ``test_net(..., args.cuda)``
+        everywhere and ``--cuda`` defaulting to True give True. None unless every call passes
+        one, and their defaults agree."""
+        found = set()
+        for positional, keywords in self.arguments.get(callee, ()):
+            option = positional[index] if index is not None and index < len(positional) else keywords.get(keyword)
+            if isinstance(option, list):  # the calling module's own option: ``["=", default]``
+                value = bool(option[1])
+            else:
+                value = self.holds([option, False, None, None]) if option is not None else None
+            if value is None:
+                return None
+            found.add(value)
+        return found.pop() if len(found) == 1 else None
 
     def holds(self, test: list) -> Optional[bool]:
         """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""

@@ -46,6 +46,12 @@ class ModuleFacts:
     public: Optional[List[str]] = None
     #: Module-level names bound to a device -> ``DEVICE_KINDS``'s word for it.
     devices: Dict[str, str] = field(default_factory=dict)
+    #: How many calls it makes, by the called expression's last name (``MultiBoxLoss``, ``test_net``).
+    call_counts: Dict[str, int] = field(default_factory=dict)
+    #: The calls passing an attribute (``MultiBoxLoss(..., args.cuda)``), by the called
+    #: expression's last name: ``[positional, keywords]`` where each argument that is an
+    #: attribute is its last name (``cuda``) and any other is None.
+    passed: Dict[str, List[list]] = field(default_factory=dict)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -148,6 +154,13 @@ def _tests_availability(test: ast.expr) -> bool:
 
 def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
     name = last_name(call.func)
+    if name is not None:
+        facts.call_counts[name] = facts.call_counts.get(name, 0) + 1
+        starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
+        positional = [_passed(argument) for argument in call.args[:starred]]  # after ``*args``: unknown places
+        keywords = {keyword.arg: _passed(keyword.value) for keyword in call.keywords if keyword.arg is not None}
+        if any(positional) or any(keywords.values()):
+            facts.passed.setdefault(name, []).append([positional, {k: v for k, v in keywords.items() if v is not None}])
     if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
         facts.cpu_saved_files.extend(file_names(call.args[1]))
     elif name == "add_argument":
@@ -172,6 +185,11 @@ def file_names(path: ast.expr) -> List[str]:
         if _FILE_NAME.match(value):
             names.append(value.rsplit("/", 1)[-1])
     return names
+
+
+def _passed(argument: ast.expr) -> Optional[str]:
+    """``cuda`` for an argument ``args.cuda`` (what may carry an option), else None."""
+    return argument.attr if isinstance(argument, ast.Attribute) and isinstance(argument.value, (ast.Name, ast.Attribute)) else None
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:

@@ -110,14 +110,21 @@ class Project:
 
 def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
-    the modules."""
+    every copy and predicate of an option, every file saved from ``.cpu()`` values, and the
+    arguments of the functions every call of which passes an attribute, from all the modules."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
+    passed: Dict[str, list] = {}
+    modules = list(modules)
     for facts in modules:
+        for name, calls in facts.passed.items():
+            passed.setdefault(name, []).extend(
+                [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords.items()}]
+                for positional, keywords in calls
+            )
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -129,7 +136,18 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    return ProjectFacts(known, copies, predicates, frozenset(saved))
+    counts = {name: sum(facts.call_counts.get(name, 0) for facts in modules) for name in passed}
+    # only callees every call of which passes an attribute can take an option's default
+    arguments = {name: calls for name, calls in passed.items() if len(calls) == counts[name]}
+    return ProjectFacts(known, copies, predicates, frozenset(saved), arguments=arguments)
+
+
+def _in_caller(argument, caller: ModuleFacts):
+    """A passed option as the calling module defines it: ``["=", default]`` where that module
+    parses it itself (``train.py``'s ``--cuda``, whatever a demo script's says), else its name."""
+    if argument is not None and argument in caller.options:
+        return ["=", caller.options[argument]]
+    return argument
 
 
 def python_files(root: Path) -> Iterator[Path]:
