@@ -9,7 +9,8 @@ from typing import Callable, Collection, FrozenSet, Optional
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, string_value
 from .backends import COLLECTIVES
-from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, QualName, terminates
+from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, QualName, refuses, terminates
+from .flags import mentions_availability
 
 # -- distributed-only code ------------------------------------------------------------------
 # Code that runs only inside a multi-process run (after ``init_process_group``, behind
@@ -221,3 +222,20 @@ def _gpu_only_value(value: cst.BaseExpression, qualname: QualName) -> bool:
     if isinstance(value, cst.SimpleString):
         return string_value(value) in COLLECTIVES
     return qualname(value) == "torch.distributed.Backend.NCCL"
+
+
+def refuses_without_gpu(function: cst.FunctionDef, classify: Callable[[cst.BaseExpression], int]) -> bool:
+    """Whether ``function`` stops at once without CUDA (``assert torch.cuda.is_available(),
+    "Distributed mode requires CUDA."``, tacotron2's ``init_distributed``): in distributed
+    set-up, the code's own word that its distributed mode is for GPUs."""
+    for statement in getattr(function.body, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            if any(
+                isinstance(small, cst.Assert) and classify(small.test) == POSITIVE and mentions_availability(small.test)
+                for small in statement.body
+            ):
+                return True
+        elif isinstance(statement, cst.If) and statement.orelse is None and refuses(statement.body):
+            if classify(statement.test) == NEGATIVE and mentions_availability(statement.test):
+                return True
+    return False

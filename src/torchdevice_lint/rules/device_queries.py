@@ -283,6 +283,13 @@ class DeviceCountDivisor(Rule):
             "    args.dist_backend = 'nccl'\n"
             "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
         ),
+        # NVIDIA/tacotron2@185cd24 train.py:27-37: the set-up refuses to run without CUDA (TDV309)
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\ndef init_distributed(hparams, n_gpus, rank, group_name):\n"
+            "    assert torch.cuda.is_available(), 'Distributed mode requires CUDA.'\n"
+            "    torch.cuda.set_device(rank % torch.cuda.device_count())\n"
+            "    dist.init_process_group(backend=hparams.dist_backend, init_method=hparams.dist_url, world_size=n_gpus, rank=rank)\n"
+        ),
         # a worker started once per GPU never runs without one
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef worker(rank, args):\n"
@@ -402,7 +409,7 @@ class DeviceCountDivisor(Rule):
         group with gloo starts on a CPU, and there the division raises. Not so where no
         distributed run of the file starts without a GPU: a group whose backend only a GPU has
         (TDV303 reports it; after its fix the next pass reports this), a worker spawned once per
-        GPU."""
+        GPU, a set-up function that refuses to run without CUDA (TDV309 reports the refusal)."""
         ctx = self.ctx
         if not ctx.distributed_depth:
             return True
@@ -410,7 +417,9 @@ class DeviceCountDivisor(Rule):
             self._gpu_only_group = distributed_code.starts_gpu_only_group(ctx.module, ctx.qualname, ctx.classify)
             self._workers = spawned_per_gpu(ctx.module, ctx.qualname) if "spawn" in ctx.source else frozenset()
         functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
-        return not self._gpu_only_group and not (functions and functions[0].name.value in self._workers)
+        if functions and (functions[0].name.value in self._workers or distributed_code.refuses_without_gpu(functions[-1], ctx.classify)):
+            return False
+        return not self._gpu_only_group
 
     def _check(self, divisor: cst.BaseExpression, how: str) -> None:
         if not self._counts(divisor) or self.ctx.availability_guarded or not self._runs_without_gpu():
