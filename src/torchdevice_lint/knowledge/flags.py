@@ -81,6 +81,8 @@ class FlagDefaults:
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
+        #: (id of the function, parameter) -> the default of the option every caller passes.
+        self._passed: Dict[Tuple[int, str], Optional[bool]] = {}
         #: (name, id of its function or None for an attribute) -> whether it holds a check.
         self._availability_holders: Dict[Tuple[str, Optional[int]], bool] = {}
 
@@ -142,6 +144,12 @@ class FlagDefaults:
         assigns the parameter again."""
         if function is None or not self.project.arguments:
             return None
+        key = (id(function), name)
+        if key not in self._passed:
+            self._passed[key] = self._read_passed_default(name, function, klass)
+        return self._passed[key]
+
+    def _read_passed_default(self, name: str, function: cst.FunctionDef, klass: Optional[cst.ClassDef]) -> Optional[bool]:
         params = function.params
         positional = list(params.posonly_params) + list(params.params)
         method = klass is not None and not any(

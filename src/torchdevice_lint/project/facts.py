@@ -48,9 +48,9 @@ class ModuleFacts:
     devices: Dict[str, str] = field(default_factory=dict)
     #: How many calls it makes, by the called expression's last name (``MultiBoxLoss``, ``test_net``).
     call_counts: Dict[str, int] = field(default_factory=dict)
-    #: The calls passing an attribute (``MultiBoxLoss(..., args.cuda)``), by the called
-    #: expression's last name: ``[positional, keywords]`` where each argument that is an
-    #: attribute is its last name (``cuda``) and any other is None.
+    #: The calls passing an attribute named like a device flag (``MultiBoxLoss(..., args.cuda)``),
+    #: by the called expression's last name: ``[positional, keywords]`` where each argument that
+    #: is an attribute is its last name (``cuda``) and any other is None.
     passed: Dict[str, List[list]] = field(default_factory=dict)
 
 
@@ -159,7 +159,7 @@ def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
         starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
         positional = [_passed(argument) for argument in call.args[:starred]]  # after ``*args``: unknown places
         keywords = {keyword.arg: _passed(keyword.value) for keyword in call.keywords if keyword.arg is not None}
-        if any(positional) or any(keywords.values()):
+        if any(map(_may_be_a_device_flag, positional)) or any(map(_may_be_a_device_flag, keywords.values())):
             facts.passed.setdefault(name, []).append([positional, {k: v for k, v in keywords.items() if v is not None}])
     if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
         facts.cpu_saved_files.extend(file_names(call.args[1]))
@@ -185,6 +185,11 @@ def file_names(path: ast.expr) -> List[str]:
         if _FILE_NAME.match(value):
             names.append(value.rsplit("/", 1)[-1])
     return names
+
+
+def _may_be_a_device_flag(name: Optional[str]) -> bool:
+    """``cuda``, ``use_gpu``, ``cpu_only``: what a guard may test (others are not kept)."""
+    return name is not None and any(word in name.lower() for word in ("cuda", "gpu", "cpu", "mps"))
 
 
 def _passed(argument: ast.expr) -> Optional[str]:

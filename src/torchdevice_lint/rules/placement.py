@@ -27,6 +27,7 @@ from .common import (
 #: taken, the expression itself (the examples' default target torch).
 INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
 DEVICE = f"device = {INLINE}\n"
+USES = "import torch\nfrom utils import device\n\n\ndef f(x):\n    return {}\n"
 LOSS = "import torch\n\n\nclass Loss:\n    def __init__(self, use_gpu=False):\n        self.use_gpu = use_gpu\n\n    def forward(self, x):\n        if self.use_gpu:\n            x = {}\n        return x\n"
 
 
@@ -272,12 +273,9 @@ class CudaMethodCall(Rule):
             ),
             files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
         ),
-        # the project's device, portable where utils.py defines it, is the one the fix uses
-        Invalid("import torch\nfrom utils import device\n\n\ndef f(x):\n    return x.cuda()\n", fixed="import torch\nfrom utils import device\n\n\ndef f(x):\n    return x.to(device)\n",
-                files={"utils.py": 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'}),
-        # `use_gpu` is what every caller passes: train.py's `args.cuda`, on by default
-        Invalid(LOSS.format("x.cuda()"), fixed=LOSS.format("x.to(device)").replace("\n\n\n", "\n\n" + DEVICE + "\n\n", 1),
-                files={"train.py": "import argparse\nfrom example import Loss\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda)\n"}),
+        # from other modules: the fix uses the portable device of utils.py; `use_gpu` is what every caller passes (train.py's `args.cuda`, on by default)
+        Invalid(USES.format("x.cuda()"), fixed=USES.format("x.to(device)"), files={"utils.py": 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'}),
+        Invalid(LOSS.format("x.cuda()"), fixed=LOSS.format("x.to(device)").replace("\n\n\n", "\n\n" + DEVICE + "\n\n", 1), files={"train.py": "import argparse\nfrom example import Loss\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda)\n"}),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
