@@ -146,15 +146,6 @@ class LoadWithoutMapLocation(Rule):
         ),
     )
     invalid = (
-        # `torch` comes from the project's utils.py through a star import
-        Invalid(
-            'from utils import *\nstate = torch.load("model.pt")\n',
-            fixed=(
-                'from utils import *\nstate = torch.load("model.pt", map_location=lambda storage, location: storage '
-                'if location.startswith("cuda") and not torch.cuda.is_available() else None)\n'
-            ),
-            files={"utils.py": "import os\nimport torch\n"},
-        ),
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',
@@ -246,6 +237,15 @@ class LoadWithoutMapLocation(Rule):
         Invalid(
             "import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path).to(device)\n",
             fixed="import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path, map_location=device).to(device)\n",
+        ),
+        # `torch` comes from the project's utils.py through a star import
+        Invalid(
+            'from utils import *\nstate = torch.load("model.pt")\n',
+            fixed=(
+                'from utils import *\nstate = torch.load("model.pt", map_location=lambda storage, location: storage '
+                'if location.startswith("cuda") and not torch.cuda.is_available() else None)\n'
+            ),
+            files={"utils.py": "import os\nimport torch\n"},
         ),
     )
 
