@@ -129,3 +129,53 @@ def test_an_edited_stored_entry_is_parsed_again(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)
+
+
+KERNEL_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(name='fused', ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])])\n"
+)
+KERNEL_FUNCTION = (
+    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return fused_ops.forward(x.cuda())\n"
+)
+KERNEL_TEST = (
+    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8, device='cuda')\n"
+    "    torch.testing.assert_close(FusedAct.apply(x.cuda()), torch.relu(x))\n    torch.cuda.synchronize()\n"
+)
+
+
+def kernel_project(tmp_path: Path, wrapper: str = KERNEL_FUNCTION) -> dict:
+    files = {"setup.py": KERNEL_SETUP, "fused.py": wrapper, "tests/test_fused.py": KERNEL_TEST}
+    for name, code in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(code)
+    return {name: tmp_path / name for name in files}
+
+
+def test_a_cuda_only_kernel_and_the_code_that_drives_it_make_one_finding_at_the_build(tmp_path):
+    projects = Projects()
+    found = {name: codes(path, projects) for name, path in kernel_project(tmp_path).items()}
+    assert found == {"setup.py": ["TDV310"], "fused.py": [], "tests/test_fused.py": []}
+    message = api.engine(projects=projects).check_source(str(tmp_path / "setup.py"), KERNEL_SETUP).findings[0].message
+    assert "`fused_ops`" in message and "in 2 files" in message
+
+
+def test_a_kernel_with_a_cpu_fallback_leaves_the_findings_of_its_callers(tmp_path):
+    fallback = KERNEL_FUNCTION.replace("class FusedAct", "def act(x):\n    return x if x.device.type == 'cpu' else FusedAct.apply(x)\n\n\nclass FusedAct")
+    found = {name: codes(path, Projects()) for name, path in kernel_project(tmp_path, fallback).items()}
+    assert found == {"setup.py": [], "fused.py": ["TDV101"], "tests/test_fused.py": ["TDV102", "TDV101", "TDV301"]}
+
+
+def test_the_test_of_a_kernel_judged_alone_is_judged_as_before(tmp_path):
+    test = kernel_project(tmp_path)["tests/test_fused.py"]
+    assert codes(test) == ["TDV102", "TDV101", "TDV301"]
+
+
+def test_stored_kernel_facts_read_back_equal_to_parsed_ones(tmp_path):
+    kernel_project(tmp_path / "tree")
+    (tmp_path / "tree" / "main.py").write_text("")
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache").facts_for(str(tmp_path / "tree" / "main.py"))
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0 and first.cuda_kernels
+    assert again.facts_for(str(tmp_path / "tree" / "main.py")) == first

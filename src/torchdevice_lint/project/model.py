@@ -17,12 +17,13 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, Optional
+from typing import Dict, Iterator, Mapping, Optional
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
+from .kernels import CudaOnlyCode
 from .roots import is_project_root
 
 #: Folders never read for the model (virtualenvs, caches, build output).
@@ -85,20 +86,20 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            self._facts = combined_facts(self.modules.values())
+            self._facts = combined_facts(self.modules)
         return self._facts
 
 
-def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
+def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
-    the modules."""
+    every copy and predicate of an option, every file saved from ``.cpu()`` values, and the code
+    that only drives a CUDA-only kernel, from all the modules (by path)."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
-    for facts in modules:
+    for facts in modules.values():
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -110,7 +111,8 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    return ProjectFacts(known, copies, predicates, frozenset(saved))
+    cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
+    return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds)
 
 
 def python_files(root: Path) -> Iterator[Path]:

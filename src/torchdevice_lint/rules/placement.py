@@ -22,6 +22,7 @@ from .common import (
     names_cuda_device,
     report_device_method,
 )
+from .device_index import KERNEL_CALLER, KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_WITH_FALLBACK, LAYER_USER
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -32,6 +33,7 @@ DEVICE = f"device = {INLINE}\n"
 class CudaMethodCall(Rule):
     code = "TDV101"
     name = "cuda-method-call"
+    hazard_without_cuda = True
     message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Replace `.cuda()` with `.to(device)`"
     fix_safety = Applicability.UNSAFE
@@ -80,6 +82,8 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
+        # a CUDA-only kernel's own test: one TDV310 at its build instead
+        Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP}),
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
@@ -247,6 +251,9 @@ class CudaMethodCall(Rule):
             "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
             "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
         ),
+        # the kernel falls back to native code on the CPU; the model may run without it (`fused`)
+        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(DEVICE + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
+        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(DEVICE + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
         # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
         Invalid(
             "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
@@ -277,6 +284,7 @@ class CudaMethodCall(Rule):
 class HardcodedCudaDevice(Rule):
     code = "TDV102"
     name = "hardcoded-cuda-device"
+    hazard_without_cuda = True
     message = "hard-coded CUDA device `{}`: it raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE

@@ -45,6 +45,7 @@ def may_lack_map_location(call: ast.Call) -> bool:
 class LoadWithoutMapLocation(Rule):
     code = "TDV501"
     name = "load-without-map-location"
+    hazard_without_cuda = True
     message = "`{}` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without CUDA"
     message_may_be_none = "`{}` with `map_location={}`, which may be None here: a CUDA checkpoint then raises without CUDA"
     fix_title = "Pass `map_location=`"
