@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from functools import cached_property
 from pathlib import PurePath
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
@@ -44,7 +45,7 @@ class KernelReader:
     the calls and conditions it meets there."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.aliases = file_aliases(tree.body)
+        self.tree = tree
         #: Local name -> [what it names (dotted, relative dots kept), imported under a condition].
         self.imports: Dict[str, list] = {}
         self.builds: List[list] = []
@@ -86,9 +87,14 @@ class KernelReader:
 
     def built_module(self, value: ast.expr) -> Optional[str]:
         """The name of the module a build call makes (``load("fused", ...)`` -> ``fused``)."""
-        if not isinstance(value, ast.Call) or self._builder(value) is None:
+        if not isinstance(value, ast.Call) or last_name(value.func) not in BUILDERS or self._builder(value) is None:
             return None
         return literal_string(keyword_value(value, "name") or (value.args[0] if value.args else None))
+
+    @cached_property
+    def aliases(self) -> Dict[str, str]:
+        """The module's imports, read once a call is named like a build."""
+        return file_aliases(self.tree.body)
 
     def _builder(self, call: ast.Call) -> Optional[str]:
         dotted = dotted_name(call.func)
@@ -123,14 +129,18 @@ class KernelReader:
         return scope
 
     def read_call(self, call: ast.Call, scope: Optional[list]) -> None:
-        builder = self._builder(call) if isinstance(call.func, (ast.Name, ast.Attribute)) else None
+        """A build, or a call into an imported module (``fused.forward(x)``) from ``scope``. Asked
+        of every call of every module: the callee's own name is looked at before anything else."""
+        func = call.func
+        builder = self._builder(call) if last_name(func) in BUILDERS else None
         if builder is not None:
             self._read_build(call, builder)
-        elif scope is not None and self.imports:
-            dotted = dotted_name(call.func)
-            head = dotted.partition(".")[0] if dotted else None
-            if head in self.imports and head not in scope[2]:
-                scope[2].append(head)
+            return
+        if scope is not None and self.imports:
+            while type(func) is ast.Attribute:
+                func = func.value
+            if type(func) is ast.Name and func.id in self.imports and func.id not in scope[2]:
+                scope[2].append(func.id)
 
     def _read_build(self, call: ast.Call, builder: str) -> None:
         name = self.built_module(call)
