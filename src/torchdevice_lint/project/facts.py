@@ -49,7 +49,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     the kernels' facts)."""
     facts = ModuleFacts()
     kernels = KernelReader(tree)
-    for root, scope in kernels.roots(tree):
+    for root, scope in kernels.roots():
         for node in ast.walk(root):
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
             if kind is ast.Call:

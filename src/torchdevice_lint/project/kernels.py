@@ -105,10 +105,10 @@ class KernelReader:
         leaf = resolved[len(EXTENSION_API):] if resolved.startswith(EXTENSION_API) else None
         return leaf if leaf in BUILDERS else None
 
-    def roots(self, tree: ast.Module) -> Iterator[Tuple[ast.AST, Optional[list]]]:
+    def roots(self) -> Iterator[Tuple[ast.AST, Optional[list]]]:
         """Each top-level piece of the tree with the scope it is read for (None: no scope of its
         own): a function, each method of a class, or a whole autograd Function."""
-        for statement in tree.body:
+        for statement in self.tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield statement, self._scope(statement)
             elif isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):

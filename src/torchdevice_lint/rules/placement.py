@@ -22,7 +22,7 @@ from .common import (
     names_cuda_device,
     report_device_method,
 )
-from .device_index import KERNEL_CALLER, KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_WITH_FALLBACK, LAYER_USER
+from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -82,13 +82,16 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
-        # a CUDA-only kernel's own test: one TDV310 at its build instead
-        Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP}),
+        KERNEL_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 at the kernel's build instead
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
             files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
         ),
+        # jwyang/faster-rcnn.pytorch@f9d984d demo.py:69-71,213-217: a store_true flag compared with 0
+        Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
+        # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
+        Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
     invalid = (
         Invalid(
@@ -251,9 +254,7 @@ class CudaMethodCall(Rule):
             "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
             "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
         ),
-        # the kernel falls back to native code on the CPU; the model may run without it (`fused`)
-        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(DEVICE + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
-        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(DEVICE + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+        *kernel_callers(DEVICE),  # beside a kernel with a CPU fallback; a model that may run without a CUDA-only one
         # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
         Invalid(
             "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
