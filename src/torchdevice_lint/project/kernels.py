@@ -268,9 +268,9 @@ def _driving_spans(facts: dict, locals_: Iterable[str]) -> List[Span]:
 
 
 def _is_test(path: str) -> bool:
-    """A module of tests, by its file name or folder."""
-    name = PurePath(path).name
-    return name.startswith("test") or name.endswith("_test.py") or "tests" in PurePath(path).parts[:-1]
+    """A module of tests, by its file name or its folder's."""
+    file = PurePath(path)
+    return file.name.startswith("test") or file.name.endswith("_test.py") or file.parent.name in ("test", "tests")
 
 
 def _tested_kernel(path: str, facts: dict, whole: Mapping[str, str]) -> Optional[str]:
