@@ -11,6 +11,7 @@ import pytest
 from torchdevice_lint import api
 from torchdevice_lint.app.editor import Projects, check_buffer, check_notebook
 from torchdevice_lint.project.model import Projects as ProjectModels
+from torchdevice_lint.syntax import cst_walk
 from torchdevice_lint.syntax.cst_reparse import Reparser
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -102,8 +103,45 @@ def test_a_kept_module_equals_a_fresh_parse_after_edits_across_statements(newlin
         before, good = reparser.module, text
         module = reparser.parse(text)
         assert module.deep_equals(expected), text
+        assert cst_walk.nodes_of(module, cst.Call, cst.Assign) == walked(module, {cst.Call, cst.Assign})
         spliced += before is not None and any(kept is new for kept, new in zip(before.body, module.body))
     assert spliced > 40 and broken > 5  # most edits re-parsed a part; some left the text unparsable
+
+
+class Collected:
+    def __init__(self, node_types) -> None:
+        self.node_types, self.found = node_types, []
+
+    def on_visit(self, node) -> bool:
+        if type(node) in self.node_types:
+            self.found.append(node)
+        return True
+
+    def on_leave(self, node) -> None:
+        return None
+
+
+def walked(module, node_types) -> list:
+    """The nodes of these types, found by walking the whole module."""
+    collected = Collected(node_types)
+    cst_walk.walk(module, collected)
+    return collected.found
+
+
+def test_what_a_buffer_keeps_between_edits_is_one_module_and_goes_with_it():
+    registered = len(cst_walk._KEPT)
+    reparser, chance, text = Reparser(), random.Random(3), joined_fixtures()
+    for _ in range(30):
+        text = reshaped(text, chance) if chance.random() < 0.5 else text + f"# {chance.random()}\n"
+        try:
+            reparser.parse(text)
+        except cst.ParserSyntaxError:
+            continue
+        cst_walk.nodes_of(reparser.module, cst.Call)
+        assert len(cst_walk._KEPT) == registered + 1
+        assert set(reparser.statement_nodes.found) <= {id(statement) for statement in reparser.module.body}
+    del reparser
+    assert len(cst_walk._KEPT) == registered
 
 
 def test_findings_after_edits_across_statements_equal_a_full_analysis(tmp_path):

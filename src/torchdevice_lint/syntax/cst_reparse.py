@@ -21,9 +21,12 @@ kept stays the last one that parsed.
 
 from __future__ import annotations
 
+import weakref
 from typing import List, Optional, Tuple
 
 import libcst as cst
+
+from .cst_walk import StatementNodes
 
 #: Edited statements are parsed after this one, so their leading comments are not a header.
 _FIRST = "pass"
@@ -41,6 +44,9 @@ class Reparser:
         self.spans: Optional[List[Tuple[int, int]]] = None
         #: Index of the first top-level statement holding an indented block.
         self.first_indented = 0
+        #: The kept module's ``nodes_of``, per statement; forgotten with the buffer.
+        self.statement_nodes = StatementNodes()
+        weakref.finalize(self, self.statement_nodes.close)
 
     def parse(self, text: str) -> cst.Module:
         """``cst.parse_module(text)``, re-parsing only the edited statements when it can."""
@@ -57,6 +63,7 @@ class Reparser:
 
     def _remember(self, text: str, module: cst.Module, spans: Optional[List[Tuple[int, int]]]) -> None:
         self.text, self.module, self.spans = text, module, spans
+        self.statement_nodes.keep(module)
         self.first_indented = next(
             (index for index, statement in enumerate(module.body) if _has_indented_block(statement)), len(module.body)
         )
