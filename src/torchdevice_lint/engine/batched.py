@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Dict, Optional, Sequence, Type, Union
+from typing import Callable, Dict, Optional, Sequence, Type, Union
 
 import libcst as cst
 
@@ -228,14 +228,16 @@ def analyze_module(
     inference: Optional[FileInference] = None,
     tree: Optional[ast.Module] = None,
     project: ProjectFacts = ProjectFacts(),
+    parse: Callable[[str], cst.Module] = cst.parse_module,
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
     stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again
-    when needed if not given); ``project`` what the file's project says of its options. Raises
-    ``Unparsable``."""
+    when needed if not given); ``project`` what the file's project says of its options; ``parse``
+    what parses it (equal to ``cst.parse_module``: the editor's re-parses only what an edit
+    changed). Raises ``Unparsable``."""
     if module is None:
         try:
-            module = cst.parse_module(source)
+            module = parse(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
     ctx = FileContext(path, source, module, settings, project)
