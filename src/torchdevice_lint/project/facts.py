@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..syntax.ast_nodes import last_name, literal_string
+from .calls import CallFacts, read_node
+from .shipped import checkpoint_literals
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -34,6 +36,10 @@ class ModuleFacts:
     predicates: Dict[str, list] = field(default_factory=dict)
     #: The names of the files it saves ``.cpu()`` values to (``torch.save(x.cpu(), "feat.pth")``).
     cpu_saved_files: List[str] = field(default_factory=list)
+    #: Who it calls with which device arguments, and what it defines with a CUDA device default.
+    calls: CallFacts = field(default_factory=CallFacts)
+    #: Checkpoint file names written as literals in a module that loads (``'../data/pnet.pt'``).
+    checkpoint_files: List[str] = field(default_factory=list)
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
@@ -46,6 +52,10 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             _read_copy(node.targets[0], node.value, facts)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _read_predicate(node, facts)
+        read_node(node, facts.calls)
+        checkpoint_literals(node, facts.checkpoint_files)
+    if "load" not in facts.calls.calls:
+        facts.checkpoint_files.clear()
     return facts
 
 

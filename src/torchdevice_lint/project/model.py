@@ -10,6 +10,7 @@ disk is known (a buffer on stdin), the model is empty and each file is judged al
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -24,6 +25,7 @@ from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .facts import ModuleFacts, module_facts
 from .roots import is_project_root
+from .shipped import shipped_files
 
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
@@ -85,7 +87,9 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            self._facts = combined_facts(self.modules.values())
+            combined = combined_facts(self.modules.values())
+            named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
+            self._facts = dataclasses.replace(combined, shipped_files=shipped_files(str(self.root), named)) if named else combined
         return self._facts
 
 
@@ -98,8 +102,15 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
+    modules = list(modules)
+    defaults = {name for facts in modules for name in facts.calls.device_defaults}
+    calls: Dict[str, list] = {}
+    escaped = set()
     for facts in modules:
         saved.update(facts.cpu_saved_files)
+        escaped.update(name for name in facts.calls.escaped if name in defaults)
+        for callee in defaults.intersection(facts.calls.calls) if defaults else ():
+            calls.setdefault(callee, []).extend(facts.calls.calls[callee])
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
             if name in options and options[name] != default:
@@ -110,7 +121,8 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    return ProjectFacts(known, copies, predicates, frozenset(saved))
+    default_calls = {name: tuple(calls[name]) for name in sorted(calls)}
+    return ProjectFacts(known, copies, predicates, frozenset(saved), default_calls, frozenset(escaped))
 
 
 def python_files(root: Path) -> Iterator[Path]:
