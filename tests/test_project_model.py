@@ -129,3 +129,34 @@ def test_an_edited_stored_entry_is_parsed_again(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)
+
+
+PREPARE = "import torch\n\n\ndef prepare_z_y(batch, dim_z, device='cuda'):\n    return torch.randn(batch, dim_z, device=device)\n"
+
+
+def test_a_device_default_every_call_overrides_is_silent_until_one_call_omits_it(tmp_path):
+    (tmp_path / "utils.py").write_text(PREPARE)
+    (tmp_path / "train.py").write_text("import utils\nz = utils.prepare_z_y(8, 128, device=device)\nz = utils.prepare_z_y(8, 128, device)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import prepare_z_y\nz = prepare_z_y(8, 128)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_a_device_default_nobody_in_the_project_calls_is_reported(tmp_path):
+    """A library's API: its users, outside the project, get the default."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "utils.py").write_text(PREPARE)
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_call_facts_and_checkpoint_names_read_back_from_the_cache(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "main.py").write_text(
+        PREPARE + "z = prepare_z_y(1, 2, **options)\nstate = torch.load('weights/net.pt')\nfn = prepare_z_y\n"
+    )
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0 and again.cache.by_hash == first.cache.by_hash
+    [facts] = again.cache.by_hash.values()
+    assert facts.calls.calls["prepare_z_y"] == [[2, [], True]] and "prepare_z_y" in facts.calls.escaped
+    assert facts.checkpoint_files == ["weights/net.pt"]
