@@ -158,5 +158,17 @@ def test_call_facts_and_checkpoint_names_read_back_from_the_cache(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 0 and again.cache.by_hash == first.cache.by_hash
     [facts] = again.cache.by_hash.values()
-    assert facts.calls.calls["prepare_z_y"] == [[2, [], True]] and "prepare_z_y" in facts.calls.escaped
+    assert facts.calls.calls["prepare_z_y@."] == [[2, [], True]] and "prepare_z_y@." in facts.calls.escaped
     assert facts.checkpoint_files == ["weights/net.pt"]
+
+
+def test_calls_of_another_module_s_namesake_do_not_count(tmp_path):
+    """glide-text2im: clip/utils.py's LayerNorm has the CUDA default and every construction of
+    it passes the device; xf.py's own LayerNorm, and torch's, are called without one."""
+    utils = "import attr\nimport torch\n\n\n@attr.s\nclass LayerNorm(torch.nn.Module):\n    device: torch.device = attr.ib(default=torch.device('cuda'))\n"
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "encoders.py").write_text("from .utils import LayerNorm\nln = LayerNorm(device=device)\n")
+    (tmp_path / "xf.py").write_text("import torch.nn as nn\n\n\nclass LayerNorm(nn.LayerNorm):\n    pass\n\n\nln = LayerNorm(4)\nother = nn.LayerNorm(4)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import LayerNorm\nln = LayerNorm()\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]

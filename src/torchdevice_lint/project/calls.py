@@ -12,8 +12,9 @@ value rather than calls (a callback, a base class), whose calls the project cann
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 #: A call's arguments as the model keeps them: ``[positional count or -1 where ``*args`` makes it
 #: unknown, the keywords naming a device (sorted), whether ``**kwargs`` is unpacked]``.
@@ -23,14 +24,41 @@ Signature = list
 DEVICE_WORD = "device"
 
 
+#: Where a called name comes from, written after ``@``: the last part of the module it is
+#: imported from (``from .utils import LayerNorm`` -> ``LayerNorm@utils``, and ``utils.f()`` after
+#: ``import utils``), ``.`` for the module's own top-level definitions; no ``@``: not known.
+OWN = "."
+
+
 @dataclass
 class CallFacts:
-    #: Callee last name (``utils.prepare_z_y(...)`` -> ``prepare_z_y``) -> its distinct signatures.
+    #: Callee last name with its origin (``utils.prepare_z_y(...)`` -> ``prepare_z_y@utils``) ->
+    #: its distinct signatures.
     calls: Dict[str, List[Signature]] = field(default_factory=dict)
     #: Functions (an ``__init__``: its class) and classes defined here with a CUDA device default.
     device_defaults: List[str] = field(default_factory=list)
-    #: Names used as a value (``partial(f, ...)``, ``fn = f``, ``class B(A)``): called unseen.
+    #: Names (with their origin) used as a value (``partial(f, ...)``, ``fn = f``, ``class B(A)``):
+    #: called unseen.
     escaped: List[str] = field(default_factory=list)
+
+
+def origins(tree: ast.Module) -> Dict[str, str]:
+    """Top-level name -> the module it comes from (its last part), or ``OWN`` for a definition."""
+    found: Dict[str, str] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            for alias in statement.names:
+                found[alias.asname or alias.name] = (statement.module or alias.name).rsplit(".", 1)[-1]
+        elif isinstance(statement, ast.Import):
+            for alias in statement.names:
+                found[alias.asname or alias.name.split(".")[0]] = alias.name.rsplit(".", 1)[-1] if alias.asname else alias.name.split(".")[0]
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found[statement.name] = OWN
+    return found
+
+
+def keyed(name: str, origin: Optional[str]) -> str:
+    return f"{name}@{origin}" if origin else name
 
 
 def signature(call: ast.Call) -> Signature:
@@ -39,22 +67,23 @@ def signature(call: ast.Call) -> Signature:
     return [-1 if starred else len(call.args), keywords, any(k.arg is None for k in call.keywords)]
 
 
-def read_node(node: ast.AST, facts: CallFacts) -> None:
-    """What one node of the module's walk adds (``facts.module_facts`` walks every node once)."""
+def read_node(node: ast.AST, facts: CallFacts, known: Dict[str, str]) -> None:
+    """What one node of the module's walk adds (``facts.module_facts`` walks every node once);
+    ``known`` holds the module's ``origins``."""
     if isinstance(node, ast.Call):
-        name = _callee(node.func)
+        name = _callee(node.func, known)
         if name is not None:
-            known = facts.calls.setdefault(name, [])
+            seen = facts.calls.setdefault(name, [])
             summary = signature(node)
-            if summary not in known:
-                known.append(summary)
+            if summary not in seen:
+                seen.append(summary)
         for argument in [*node.args, *(k.value for k in node.keywords)]:
-            _escape(argument, facts)
+            _escape(argument, facts, known)
     elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None:
-        _escape(node.value, facts)
+        _escape(node.value, facts, known)
     elif isinstance(node, ast.ClassDef):
         for base in node.bases:
-            _escape(base, facts)
+            _escape(base, facts, known)
         if any(_defaults_to_cuda(target, value) for target, value in _fields(node)):
             facts.device_defaults.append(node.name)
         for method in node.body:
@@ -64,14 +93,17 @@ def read_node(node: ast.AST, facts: CallFacts) -> None:
         facts.device_defaults.append(node.name)
 
 
-def _callee(function: ast.expr) -> Optional[str]:
+def _callee(function: ast.expr, known: Dict[str, str]) -> Optional[str]:
     if isinstance(function, ast.Name):
-        return function.id
-    return function.attr if isinstance(function, ast.Attribute) else None
+        return keyed(function.id, known.get(function.id))
+    if isinstance(function, ast.Attribute):
+        base = function.value.id if isinstance(function.value, ast.Name) else None
+        return keyed(function.attr, known.get(base) if base and known.get(base) != OWN else None)
+    return None
 
 
-def _escape(value: ast.expr, facts: CallFacts) -> None:
-    name = _callee(value)  # a bare name or attribute, not called here
+def _escape(value: ast.expr, facts: CallFacts, known: Dict[str, str]) -> None:
+    name = _callee(value, known)  # a bare name or attribute, not called here
     if name is not None and name not in facts.escaped:
         facts.escaped.append(name)
 
@@ -101,6 +133,34 @@ def _names_cuda(value: ast.expr) -> bool:
         isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda")
         for node in ast.walk(value)
     )
+
+
+def default_calls(modules: Dict[str, CallFacts]) -> Tuple[Dict[str, Tuple[Signature, ...]], FrozenSet[str]]:
+    """For each name some module defines with a CUDA device default: the signatures of its calls
+    (name -> signatures), and the names used as a value, over the modules (path -> facts). A call
+    counts where it may reach that definition: its origin unknown, the defining module's name
+    (``from .utils import LayerNorm``), or the defining module's own call; ``LayerNorm(width)``
+    in ``xf.py``, which defines a ``LayerNorm`` of its own, and ``nn.LayerNorm`` do not."""
+    stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
+    defined: Dict[str, Set[str]] = {}
+    for path, facts in modules.items():
+        for name in facts.device_defaults:
+            defined.setdefault(name, set()).add(stems[path])
+    calls: Dict[str, List[Signature]] = {}
+    escaped: Set[str] = set()
+    if not defined:
+        return {}, frozenset()
+    for path, facts in modules.items():
+        used_as_value = set(facts.escaped)
+        for name, where in defined.items():
+            keys = [name, *(f"{name}@{stem}" for stem in where)]
+            if stems[path] in where:
+                keys.append(f"{name}@{OWN}")
+            for key in keys:
+                calls.setdefault(name, []).extend(facts.calls.get(key, ()))
+                if key in used_as_value:
+                    escaped.add(name)
+    return {name: tuple(found) for name, found in sorted(calls.items()) if found}, frozenset(escaped)
 
 
 def shaped(value) -> Optional[CallFacts]:

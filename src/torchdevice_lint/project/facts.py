@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..syntax.ast_nodes import last_name, literal_string
-from .calls import CallFacts, read_node
+from .calls import CallFacts, origins, read_node
 from .shipped import checkpoint_literals
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
@@ -45,6 +45,7 @@ class ModuleFacts:
 def module_facts(tree: ast.Module) -> ModuleFacts:
     """The facts of one module's tree."""
     facts = ModuleFacts()
+    known = origins(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             _read_call(node, facts)
@@ -52,9 +53,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             _read_copy(node.targets[0], node.value, facts)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _read_predicate(node, facts)
-        read_node(node, facts.calls)
+        read_node(node, facts.calls, known)
         checkpoint_literals(node, facts.checkpoint_files)
-    if "load" not in facts.calls.calls:
+    if not any(name.partition("@")[0] == "load" for name in facts.calls.calls):
         facts.checkpoint_files.clear()
     return facts
 

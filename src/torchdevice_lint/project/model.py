@@ -23,6 +23,7 @@ from typing import Dict, Iterable, Iterator, Optional
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
+from .calls import default_calls
 from .facts import ModuleFacts, module_facts
 from .roots import is_project_root
 from .shipped import shipped_files
@@ -87,9 +88,12 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            combined = combined_facts(self.modules.values())
             named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
-            self._facts = dataclasses.replace(combined, shipped_files=shipped_files(str(self.root), named)) if named else combined
+            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            self._facts = dataclasses.replace(
+                combined_facts(self.modules.values()),
+                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+            )
         return self._facts
 
 
@@ -102,15 +106,8 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
-    modules = list(modules)
-    defaults = {name for facts in modules for name in facts.calls.device_defaults}
-    calls: Dict[str, list] = {}
-    escaped = set()
     for facts in modules:
         saved.update(facts.cpu_saved_files)
-        escaped.update(name for name in facts.calls.escaped if name in defaults)
-        for callee in defaults.intersection(facts.calls.calls) if defaults else ():
-            calls.setdefault(callee, []).extend(facts.calls.calls[callee])
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
             if name in options and options[name] != default:
@@ -121,8 +118,7 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    default_calls = {name: tuple(calls[name]) for name in sorted(calls)}
-    return ProjectFacts(known, copies, predicates, frozenset(saved), default_calls, frozenset(escaped))
+    return ProjectFacts(known, copies, predicates, frozenset(saved))
 
 
 def python_files(root: Path) -> Iterator[Path]:

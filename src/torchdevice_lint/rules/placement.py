@@ -323,16 +323,16 @@ class HardcodedCudaDevice(Rule):
         ),
         # defaults every call in the project overrides (ajbrock/BigGAN-PyTorch@9845943 utils.py:1086, train.py:142;
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
-        Valid(_PREPARE, files={"train.py": "import utils\nz_, y_ = utils.prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
-        Valid(_LAYER_NORM, files={"encoders.py": "from .utils import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
+        Valid(_PREPARE, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
+        Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
     )
     invalid = (
         # one call takes the default; `*args` proves nothing; a class also used as a base
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "import utils\nz_, y_ = utils.prepare_z_y(8, 128, 1000)\n"}),
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "import utils\nz_, y_ = utils.prepare_z_y(*sizes)\n"}),
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
         Invalid(
             _LAYER_NORM, fixed=_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
-            files={"enc.py": "from .utils import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
+            files={"enc.py": "from .example import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
         ),
         Invalid(
             'import torch\nx = torch.ones(2).to("cuda")\n',
