@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, string_value
-from .project_facts import ProjectFacts
+from .project_facts import ProjectFacts, compare
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
 
@@ -78,6 +78,8 @@ class FlagDefaults:
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
+        #: (name, id of its function or None for an attribute) -> whether it holds a check.
+        self._availability_holders: Dict[Tuple[str, Optional[int]], bool] = {}
 
     def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         """The flag's default (a condition on it: its value then), or None when unknown or
@@ -98,7 +100,30 @@ class FlagDefaults:
             test = self.project.predicates.get(last_name(flag.func) or "")
             return self.project.holds(test) if test is not None else None
         test = option_test(flag) if isinstance(flag, (cst.Comparison, cst.Call)) else None
-        return self.project.holds(test) if test is not None else None
+        if test is None:
+            return None
+        option, measured, operator, operand = test
+        own = None if measured else self._attribute_defaults().get(option)
+        if own is not None:  # a boolean option of this file: ``args.cuda > 0`` on a store_true one
+            return own if operator is None else compare(operator, int(own), operand)
+        return self.project.holds(test)
+
+    def holds_availability(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> bool:
+        """Whether every binding of ``flag`` in its scope is an availability check or a conjunction
+        with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``): then
+        ``if flag:`` holds only where CUDA is there. Attributes are read across the module, names
+        across their function (the module for module-level code); a parameter is never one."""
+        if isinstance(flag, cst.Attribute):
+            key, scope, target_type = (flag.attr.value, None), self.module, cst.Attribute
+        elif isinstance(flag, cst.Name):
+            if function is not None and flag.value in _parameter_names(function):
+                return False
+            key, scope, target_type = (flag.value, id(function)), function or self.module, cst.Name
+        else:
+            return False
+        if key not in self._availability_holders:
+            self._availability_holders[key] = _bound_only_to_availability(key[0], scope, target_type)
+        return self._availability_holders[key]
 
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:
@@ -142,6 +167,51 @@ class FlagDefaults:
                 found[name] = None
             self._attributes = found
         return self._attributes
+
+
+def _parameter_names(function: cst.FunctionDef) -> set:
+    params = function.params
+    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {param.name.value for param in named + starred}
+
+
+def _implies_availability(value: cst.BaseExpression) -> bool:
+    """``torch.cuda.is_available()``, ``torch.cuda.device_count()``, or ``x and <one of them>``."""
+    if isinstance(value, cst.Call):
+        return last_name(value.func) in AVAILABILITY_WORDS
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And):
+        return _implies_availability(value.left) or _implies_availability(value.right)
+    return False
+
+
+def _bound_only_to_availability(name: str, scope: cst.CSTNode, target_type: type) -> bool:
+    """Every binding of ``name`` (a plain name, or an attribute of any object) in ``scope`` is one
+    ``=`` of a value implying availability; any other binding form makes it unknown."""
+    from ..syntax.cst_walk import nodes_of
+
+    def named(target: cst.BaseExpression) -> bool:
+        if target_type is cst.Attribute:
+            return isinstance(target, cst.Attribute) and target.attr.value == name
+        return isinstance(target, cst.Name) and target.value == name
+
+    plain = 0
+    for node in nodes_of(scope, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Element):
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if named(target.target):
+                    if len(node.targets) != 1 or not _implies_availability(node.value):
+                        return False
+                    plain += 1
+        elif type(node) is cst.AsName:
+            if named(node.name):
+                return False
+        elif type(node) is cst.Element:
+            if named(node.value):  # a tuple or list target (or a display holding the name: conservative)
+                return False
+        elif named(node.target):
+            return False
+    return plain > 0
 
 
 def _assignments(root: cst.CSTNode, target_type: type) -> list:

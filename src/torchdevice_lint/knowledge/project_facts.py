@@ -81,6 +81,6 @@ class ProjectFacts:
             value = len(value)
         if operator is None:
             return bool(value)
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not isinstance(value, int):
             return None
-        return compare(operator, value, operand)
+        return compare(operator, int(value), operand)  # a store_true flag compares as 0 or 1

@@ -16,7 +16,7 @@ from typing import Optional
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
 from ..first_stage.triggers import Arguments, Triggers
-from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, is_main_check, names_cuda, refuses
 from ..knowledge.flags import mentions_availability
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
@@ -135,11 +135,17 @@ class CudaRequired(Rule):
         Valid("import torch\nassert x.is_cuda\n"),
         # another backend's availability is not a refusal to run without CUDA
         Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
+        # facebookresearch/ConvNeXt@048efce optim_factory.py:130-131: an option the user chose needs CUDA
+        Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
     )
     invalid = (
         Invalid(
             "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\nmodel = make()\n",
             fixed="import torch\nmodel = make()\n",
+        ),
+        Invalid(
+            "import torch\nif __name__ == '__main__':\n    assert torch.cuda.is_available()\n    main()\n",
+            fixed="import torch\nif __name__ == '__main__':\n    main()\n",
         ),
         Invalid(
             "import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit('no GPU')\n    run()\n",
@@ -157,18 +163,40 @@ class CudaRequired(Rule):
     )
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if not self.ctx.availability_guarded and self._checks_availability(node.test, POSITIVE):
+        if not self.ctx.availability_guarded and not self._conditional() and self._checks_availability(node.test, POSITIVE):
             statement = self.ctx.parent(1)
             self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
 
     def visit_If(self, node: cst.If) -> None:
-        if self.ctx.availability_guarded:
+        if self.ctx.availability_guarded or self._conditional():
             return
         shown = f"if {source_of(node.test)}: ..."
         if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
             self.report(node, self.message.format(shown), self._removal(node, 0))
         elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
             self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
+
+    def _conditional(self) -> bool:
+        """Inside a branch of its function that a condition other than CUDA's availability
+        decides (``if 'fused' in opt: assert ...``): a feature the user chose needs CUDA, which is
+        the right message; the program itself still runs without it."""
+        from ..syntax.cst_walk import nodes_of
+
+        stack = self.ctx.stack
+        for index in range(len(stack) - 2, -1, -1):
+            ancestor = stack[index]
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                return False
+            if not isinstance(ancestor, cst.If) or stack[index + 1] is not ancestor.body:
+                continue  # the ``else`` of an unrelated test is the usual path
+            test = ancestor.test
+            about_devices = mentions_availability(test) or is_main_check(test) or any(
+                names_cuda(last_name(name) or "") or flag_name_sign(last_name(name) or "") != NEUTRAL
+                for name in nodes_of(test, cst.Name, cst.Attribute)
+            )
+            if not about_devices:
+                return True
+        return False
 
     def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
         from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed

@@ -93,6 +93,10 @@ class CudaMethodCall(Rule):
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
             files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
         ),
+        # jwyang/faster-rcnn.pytorch@f9d984d demo.py:69-71,213-217: a store_true flag compared with 0
+        Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
+        # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
+        Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
     invalid = (
         Invalid(
