@@ -331,13 +331,6 @@ class HardcodedCudaDevice(Rule):
         Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
     )
     invalid = (
-        # one call takes the default; `*args` proves nothing; a class also used as a base
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
-        Invalid(
-            _LAYER_NORM, fixed=_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
-            files={"enc.py": "from .example import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
-        ),
         Invalid(
             'import torch\nx = torch.ones(2).to("cuda")\n',
             fixed=(
@@ -413,6 +406,13 @@ class HardcodedCudaDevice(Rule):
                 'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'
                 "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
             ),
+        ),
+        # one call takes the default; `*args` proves nothing; a class also used as a base
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
+        Invalid(
+            _LAYER_NORM, fixed=_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
+            files={"enc.py": "from .example import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
         ),
     )
 
