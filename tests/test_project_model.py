@@ -179,3 +179,46 @@ def test_stored_kernel_facts_read_back_equal_to_parsed_ones(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 0 and first.cuda_kernels
     assert again.facts_for(str(tmp_path / "tree" / "main.py")) == first
+
+
+PREPARE = "import torch\n\n\ndef prepare_z_y(batch, dim_z, device='cuda'):\n    return torch.randn(batch, dim_z, device=device)\n"
+
+
+def test_a_device_default_every_call_overrides_is_silent_until_one_call_omits_it(tmp_path):
+    (tmp_path / "utils.py").write_text(PREPARE)
+    (tmp_path / "train.py").write_text("import utils\nz = utils.prepare_z_y(8, 128, device=device)\nz = utils.prepare_z_y(8, 128, device)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import prepare_z_y\nz = prepare_z_y(8, 128)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_a_device_default_nobody_in_the_project_calls_is_reported(tmp_path):
+    """A library's API: its users, outside the project, get the default."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "utils.py").write_text(PREPARE)
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_call_facts_and_checkpoint_names_read_back_from_the_cache(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "main.py").write_text(
+        PREPARE + "z = prepare_z_y(1, 2, **options)\nstate = torch.load('weights/net.pt')\nfn = prepare_z_y\n"
+    )
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0 and again.cache.by_hash == first.cache.by_hash
+    [facts] = again.cache.by_hash.values()
+    assert facts.calls.calls["prepare_z_y@."] == [[2, [], True]] and "prepare_z_y@." in facts.calls.escaped
+    assert facts.checkpoint_files == ["weights/net.pt"]
+
+
+def test_calls_of_another_module_s_namesake_do_not_count(tmp_path):
+    """glide-text2im: clip/utils.py's LayerNorm has the CUDA default and every construction of
+    it passes the device; xf.py's own LayerNorm, and torch's, are called without one."""
+    utils = "import attr\nimport torch\n\n\n@attr.s\nclass LayerNorm(torch.nn.Module):\n    device: torch.device = attr.ib(default=torch.device('cuda'))\n"
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "encoders.py").write_text("from .utils import LayerNorm\nln = LayerNorm(device=device)\n")
+    (tmp_path / "xf.py").write_text("import torch.nn as nn\n\n\nclass LayerNorm(nn.LayerNorm):\n    pass\n\n\nln = LayerNorm(4)\nother = nn.LayerNorm(4)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import LayerNorm\nln = LayerNorm()\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]

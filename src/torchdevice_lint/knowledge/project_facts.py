@@ -37,11 +37,21 @@ class ProjectFacts:
     cpu_saved_files: FrozenSet[str] = frozenset()
     cuda_only_spans: Mapping[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
     cuda_kernels: Mapping[str, Mapping[str, list]] = field(default_factory=dict)
+    #: Each function or class defined with a CUDA device default -> its calls' signatures
+    #: (``project/calls.py``: ``[positional count or -1, device keywords, ** unpacked]``); those
+    #: of them the project also uses as a value (a callback, a base class) are ``escaped``.
+    default_calls: Mapping[str, Tuple[list, ...]] = field(default_factory=dict)
+    escaped: FrozenSet[str] = frozenset()
+    #: Checkpoint files in the project that its modules name -> whether they hold CPU storages only.
+    shipped_files: Mapping[str, bool] = field(default_factory=dict)
 
     @cached_property
     def fingerprint(self) -> str:
         """A short digest of everything here, for cache keys; empty for an empty model."""
-        parts = [self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans, self.cuda_kernels]
+        parts = [
+            self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
+            self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files,
+        ]
         if not any(parts):
             return ""
         text = json.dumps(parts, sort_keys=True, default=repr)
@@ -62,6 +72,19 @@ class ProjectFacts:
             if candidate is not None and candidate in self.options:
                 return True, self.options[candidate]
         return False, None
+
+    def always_passed(self, callee: str, keyword: str, position: Optional[int]) -> bool:
+        """Whether the project calls ``callee`` and every call provably passes the argument
+        ``keyword`` (at ``position`` among the positional ones, None: keyword-only). A callee
+        never called here, or also used as a value (its calls unseen), is someone else's to
+        call: its default is the one they get."""
+        calls = self.default_calls.get(callee)
+        if not calls or callee in self.escaped:
+            return False
+        return all(
+            keyword in keywords or (position is not None and count > position)
+            for count, keywords, _unpacked in calls
+        )
 
     def holds(self, test: list) -> Optional[bool]:
         """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..syntax.ast_nodes import last_name, literal_string
+from .calls import CallFacts, origins, read_node
 from .kernels import KernelReader
+from .shipped import checkpoint_literals
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -38,6 +40,10 @@ class ModuleFacts:
     #: What it says of extension kernels (``kernels.KernelReader.facts``): builds, imports, the
     #: scopes that call into an imported module, whether it tests for the CPU.
     kernels: dict = field(default_factory=dict)
+    #: Who it calls with which device arguments, and what it defines with a CUDA device default.
+    calls: CallFacts = field(default_factory=CallFacts)
+    #: Checkpoint file names written as literals in a module that loads (``'../data/pnet.pt'``).
+    checkpoint_files: List[str] = field(default_factory=list)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -49,6 +55,10 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     the kernels' facts)."""
     facts = ModuleFacts()
     kernels = KernelReader(tree)
+    known = origins(tree)
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
+            read_node(statement, facts.calls, known)  # kernels.roots() walks its pieces, not the class node
     for root, scope in kernels.roots():
         for node in ast.walk(root):
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
@@ -62,7 +72,11 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 _read_predicate(node, facts)
             elif kind in _CONDITIONS:
                 kernels.read_test(node.test)
+            read_node(node, facts.calls, known)
+            checkpoint_literals(node, facts.checkpoint_files)
     facts.kernels = kernels.facts()
+    if not any(name.partition("@")[0] == "load" for name in facts.calls.calls):
+        facts.checkpoint_files.clear()
     return facts
 
 

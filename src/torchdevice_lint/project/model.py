@@ -10,6 +10,7 @@ disk is known (a buffer on stdin), the model is empty and each file is judged al
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -22,9 +23,11 @@ from typing import Dict, Iterator, Mapping, Optional
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
+from .calls import default_calls
 from .facts import ModuleFacts, module_facts
 from .kernels import CudaOnlyCode
 from .roots import is_project_root
+from .shipped import shipped_files
 
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
@@ -86,7 +89,12 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            self._facts = combined_facts(self.modules)
+            named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
+            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            self._facts = dataclasses.replace(
+                combined_facts(self.modules),
+                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+            )
         return self._facts
 
 
