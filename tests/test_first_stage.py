@@ -83,7 +83,7 @@ def test_invalid_examples_are_candidates_for_their_own_rule(tmp_path):
             folder = tmp_path / f"{rule.code}-{index}"
             for name, code in {**example.files, "example.py": example.code}.items():
                 (folder / name).parent.mkdir(parents=True, exist_ok=True)
-                (folder / name).write_text(code)
+                (folder / name).write_bytes(code) if isinstance(code, bytes) else (folder / name).write_text(code)
             engine = api.engine(settings_from_table({"select": [rule.code]}), rules=[rule], projects=api.Projects())
             assert engine.rules_for(str(folder / "example.py"), example.code) == [rule], (rule.code, example.code)
 

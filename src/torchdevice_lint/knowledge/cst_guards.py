@@ -269,12 +269,12 @@ def gpu_gated_program(module: cst.Module, qualname: QualName) -> bool:
         if isinstance(statement, cst.FunctionDef) and _returns_availability(statement, qualname)
     }
     for statement in module.body:
-        if isinstance(statement, cst.If) and _is_main_check(statement.test) and isinstance(statement.body, cst.IndentedBlock):
+        if isinstance(statement, cst.If) and is_main_check(statement.test) and isinstance(statement.body, cst.IndentedBlock):
             return _gates(statement.body.body, checks, qualname)
     return False
 
 
-def _is_main_check(test: cst.BaseExpression) -> bool:
+def is_main_check(test: cst.BaseExpression) -> bool:
     return (
         isinstance(test, cst.Comparison)
         and isinstance(test.left, cst.Name)

@@ -83,8 +83,8 @@ class FlagDefaults:
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
         #: (id of the function, parameter) -> the default of the option every caller passes.
         self._passed: Dict[Tuple[int, str], Optional[bool]] = {}
-        #: (name, id of its function or None for an attribute) -> whether it holds a check.
-        self._availability_holders: Dict[Tuple[str, Optional[int]], bool] = {}
+        #: (cst.Name or cst.Attribute, name) -> whether it holds a check; one walk, read lazily.
+        self._availability_holders: Optional[Dict[Tuple[type, str], bool]] = None
 
     def default(
         self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef] = None
@@ -122,21 +122,20 @@ class FlagDefaults:
         return self.project.holds(test)
 
     def holds_availability(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> bool:
-        """Whether every binding of ``flag`` in its scope is an availability check or a conjunction
-        with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``): then
-        ``if flag:`` holds only where CUDA is there. Attributes are read across the module, names
-        across their function (the module for module-level code); a parameter is never one."""
+        """Whether every binding of ``flag`` in the module is an availability check or a
+        conjunction with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``):
+        then ``if flag:`` holds only where CUDA is there. A parameter is never one."""
         if isinstance(flag, cst.Attribute):
-            key, scope, target_type = (flag.attr.value, None), self.module, cst.Attribute
+            key = (cst.Attribute, flag.attr.value)
         elif isinstance(flag, cst.Name):
             if function is not None and flag.value in _parameter_names(function):
                 return False
-            key, scope, target_type = (flag.value, id(function)), function or self.module, cst.Name
+            key = (cst.Name, flag.value)
         else:
             return False
-        if key not in self._availability_holders:
-            self._availability_holders[key] = _bound_only_to_availability(key[0], scope, target_type)
-        return self._availability_holders[key]
+        if self._availability_holders is None:
+            self._availability_holders = _availability_holders(self.module)
+        return self._availability_holders.get(key, False)
 
     def _passed_default(self, name: str, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> Optional[bool]:
         """The default of the option every call of ``function`` passes as its parameter ``name``
@@ -237,33 +236,35 @@ def _implies_availability(value: cst.BaseExpression) -> bool:
     return False
 
 
-def _bound_only_to_availability(name: str, scope: cst.CSTNode, target_type: type) -> bool:
-    """Every binding of ``name`` (a plain name, or an attribute of any object) in ``scope`` is one
-    ``=`` of a value implying availability; any other binding form makes it unknown."""
+def _availability_holders(module: cst.Module) -> Dict[Tuple[type, str], bool]:
+    """For each name and attribute name the module binds: whether every binding is one ``=`` of
+    a value implying availability (any other binding form, a tuple target or ``with ... as``,
+    makes it unknown). One walk of the module."""
     from ..syntax.cst_walk import nodes_of
 
-    def named(target: cst.BaseExpression) -> bool:
-        if target_type is cst.Attribute:
-            return isinstance(target, cst.Attribute) and target.attr.value == name
-        return isinstance(target, cst.Name) and target.value == name
+    verdicts: Dict[Tuple[type, str], bool] = {}
 
-    plain = 0
-    for node in nodes_of(scope, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Element):
+    def bound(target: cst.BaseExpression, holds: bool) -> None:
+        if isinstance(target, cst.Attribute):
+            key = (cst.Attribute, target.attr.value)
+        elif isinstance(target, cst.Name):
+            key = (cst.Name, target.value)
+        else:
+            return
+        verdicts[key] = verdicts.get(key, True) and holds
+
+    for node in nodes_of(module, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Element):
         if type(node) is cst.Assign:
+            holds = len(node.targets) == 1 and _implies_availability(node.value)
             for target in node.targets:
-                if named(target.target):
-                    if len(node.targets) != 1 or not _implies_availability(node.value):
-                        return False
-                    plain += 1
+                bound(target.target, holds)
         elif type(node) is cst.AsName:
-            if named(node.name):
-                return False
+            bound(node.name, False)
         elif type(node) is cst.Element:
-            if named(node.value):  # a tuple or list target (or a display holding the name: conservative)
-                return False
-        elif named(node.target):
-            return False
-    return plain > 0
+            bound(node.value, False)  # a tuple or list target (or a display holding it: conservative)
+        else:
+            bound(node.target, False)
+    return verdicts
 
 
 def _assignments(root: cst.CSTNode, target_type: type) -> list:

@@ -18,14 +18,17 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, Optional
+from typing import Dict, Iterator, Mapping, Optional
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
+from .calls import default_calls
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
+from .kernels import CudaOnlyCode
 from .roots import is_project_root
+from .shipped import shipped_files
 
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
@@ -92,7 +95,12 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            self._facts = combined_facts(self.modules.values())
+            named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
+            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            self._facts = dataclasses.replace(
+                combined_facts(self.modules),
+                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+            )
         return self._facts
 
     def facts_for(self, path: str) -> ProjectFacts:
@@ -108,18 +116,19 @@ class Project:
         return self._file_facts[path]
 
 
-def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
+
+def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    every copy and predicate of an option, every file saved from ``.cpu()`` values, and the
-    arguments of the functions every call of which passes an attribute, from all the modules."""
+    every copy and predicate of an option, every file saved from ``.cpu()`` values, the code
+    that only drives a CUDA-only kernel, and the arguments of the functions every call of which
+    passes a device-flag attribute, from all the modules (by path)."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
     passed: Dict[str, list] = {}
-    modules = list(modules)
-    for facts in modules:
+    for facts in modules.values():
         for name, calls in facts.passed.items():
             passed.setdefault(name, []).extend(
                 [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords.items()}]
@@ -136,10 +145,11 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    counts = {name: sum(facts.call_counts.get(name, 0) for facts in modules) for name in passed}
+    cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
+    counts = {name: sum(facts.call_counts.get(name, 0) for facts in modules.values()) for name in passed}
     # only callees every call of which passes an attribute can take an option's default
     arguments = {name: calls for name, calls in passed.items() if len(calls) == counts[name]}
-    return ProjectFacts(known, copies, predicates, frozenset(saved), arguments=arguments)
+    return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
 
 
 def _in_caller(argument, caller: ModuleFacts):

@@ -89,6 +89,7 @@ RAISING_CALLS = Resolved(
 class UnguardedCudaApi(Rule):
     code = "TDV301"
     name = "unguarded-cuda-api"
+    hazard_without_cuda = True
     message = "`torch.{0}.{1}()` raises {2}; guard it with `{3}`"
     fix_title = "Call it only if the backend is available"
     fix_safety = Applicability.SAFE
@@ -113,10 +114,9 @@ class UnguardedCudaApi(Rule):
         "accelerator device when none is available.`)."
     )
     fix_safety_note = (
-        "A call that is a statement of its own is wrapped in `if torch.cuda.is_available():` (or "
-        "`torch.backends.mps.is_available()`, `torch.xpu.is_available()`, "
-        "`torch.accelerator.is_available()`), which keeps machines with the backend unchanged. A call whose value is used (an assignment, an argument, "
-        "a `with` item) gets a suggestion only."
+        "A call that is a statement of its own is wrapped in `if torch.cuda.is_available():` (or `torch.backends.mps.is_available()`, "
+        "`torch.xpu.is_available()`, `torch.accelerator.is_available()`), which keeps machines with the backend unchanged. "
+        "A call whose value is used (an assignment, an argument, a `with` item) gets a suggestion only."
     )
     triggers = Unguarded(RAISING_CALLS.matching_calls)
     valid = (
@@ -225,6 +225,7 @@ class UnguardedCudaApi(Rule):
 class CudaEventTiming(Rule):
     code = "TDV306"
     name = "cuda-event-timing"
+    hazard_without_cuda = True
     message = "`{}` times with {} events, which raise on a machine without {}: time on the host"
     fix_title = "Time on the host: `time.perf_counter()` after synchronizing the device"
     fix_safety = Applicability.UNSAFE

@@ -1,32 +1,29 @@
 """Devices named by constants that only hold with CUDA: a CUDA default device
 (``torch.set_default_device("cuda")``), a program that refuses to run without CUDA
-(``assert torch.cuda.is_available()``) and placement by integer index (``.to(0)``,
-``.to(local_rank)``, ``torch.device(0)``, ``device=0``).
+(``assert torch.cuda.is_available()``), a project whose extension kernel only builds for CUDA
+(``CUDAExtension``; the project model finds the code that drives it) and placement by integer
+index (``.to(0)``, ``.to(local_rank)``, ``torch.device(0)``, ``device=0``).
 
 An integer device means "accelerator number N". On a CPU-only build of torch 2.13 each of these
 raises ``RuntimeError: Cannot access accelerator device when none is available.`` (constructing
-``torch.device(0)`` included). An index taken from a list the project's options fill with GPU
-indices by default (``net.to(opt.gpu_ids[0])`` with ``--gpu_ids`` defaulting to ``"0"``) is one too.
-
-``device_ids=[...]`` of ``DistributedDataParallel`` raises ``ValueError`` for a module on the CPU
-whatever the list holds (``[0]``, ``[rank]``, even ``[torch.device("cpu")]``; checked on torch
-2.13), so it is reported outside code that only runs distributed or behind an availability check.
-``nn.DataParallel`` is left alone: without a GPU it ignores ``device_ids`` and runs the module.
+``torch.device(0)`` included); so does ``DistributedDataParallel``'s ``device_ids=[...]`` for a module
+on the CPU, whatever it holds (``knowledge/device_indices.py``). ``nn.DataParallel`` ignores
+``device_ids`` without a GPU and is left alone.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
-from ..first_stage.triggers import Arguments, Triggers
-from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
+from ..first_stage.triggers import Arguments, Resolved, Triggers
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, is_main_check, names_cuda, refuses
 from ..knowledge.flags import mentions_availability
-from ..knowledge.project_facts import ProjectFacts
+from ..knowledge.device_indices import INDEX_NAMES, ddp_device_ids, integer_device
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, source_of
+from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,
@@ -41,6 +38,7 @@ from .common import (
 class CudaDefaultDevice(Rule):
     code = "TDV103"
     name = "cuda-default-device"
+    hazard_without_cuda = True
     message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
     fix_title = "Only set the CUDA default when CUDA is available"
     fix_safety = Applicability.SAFE
@@ -115,6 +113,7 @@ CUDA_AVAILABILITY = ("torch.cuda.is_available", "torch.cuda.device_count", "torc
 class CudaRequired(Rule):
     code = "TDV309"
     name = "cuda-required"
+    hazard_without_cuda = True
     message = "`{}` refuses to run without CUDA, so the program stops on a CPU-only machine or a Mac"
     fix_title = "Remove the refusal and let the program pick its device"
     fix_safety = Applicability.UNSAFE
@@ -141,11 +140,17 @@ class CudaRequired(Rule):
         Valid("import torch\nassert x.is_cuda\n"),
         # another backend's availability is not a refusal to run without CUDA
         Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
+        # facebookresearch/ConvNeXt@048efce optim_factory.py:130-131: an option the user chose needs CUDA
+        Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
     )
     invalid = (
         Invalid(
             "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\nmodel = make()\n",
             fixed="import torch\nmodel = make()\n",
+        ),
+        Invalid(
+            "import torch\nif __name__ == '__main__':\n    assert torch.cuda.is_available()\n    main()\n",
+            fixed="import torch\nif __name__ == '__main__':\n    main()\n",
         ),
         Invalid(
             "import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit('no GPU')\n    run()\n",
@@ -163,18 +168,40 @@ class CudaRequired(Rule):
     )
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if not self.ctx.availability_guarded and self._checks_availability(node.test, POSITIVE):
+        if not self.ctx.availability_guarded and not self._conditional() and self._checks_availability(node.test, POSITIVE):
             statement = self.ctx.parent(1)
             self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
 
     def visit_If(self, node: cst.If) -> None:
-        if self.ctx.availability_guarded:
+        if self.ctx.availability_guarded or self._conditional():
             return
         shown = f"if {source_of(node.test)}: ..."
         if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
             self.report(node, self.message.format(shown), self._removal(node, 0))
         elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
             self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
+
+    def _conditional(self) -> bool:
+        """Inside a branch of its function that a condition other than CUDA's availability
+        decides (``if 'fused' in opt: assert ...``): a feature the user chose needs CUDA, which is
+        the right message; the program itself still runs without it."""
+        from ..syntax.cst_walk import nodes_of
+
+        stack = self.ctx.stack
+        for index in range(len(stack) - 2, -1, -1):
+            ancestor = stack[index]
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                return False
+            if not isinstance(ancestor, cst.If) or stack[index + 1] is not ancestor.body:
+                continue  # the ``else`` of an unrelated test is the usual path
+            test = ancestor.test
+            about_devices = mentions_availability(test) or is_main_check(test) or any(
+                names_cuda(last_name(name) or "") or flag_name_sign(last_name(name) or "") != NEUTRAL
+                for name in nodes_of(test, cst.Name, cst.Attribute)
+            )
+            if not about_devices:
+                return True
+        return False
 
     def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
         from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
@@ -200,41 +227,137 @@ class CudaRequired(Rule):
         return self.make_fix({statement: remove})
 
 
-#: Variables that hold a device index in real code (``args.gpu``, ``self.local_rank``...).
-INDEX_NAMES = frozenset(
-    {"rank", "local_rank", "gpu", "gpu_id", "gpu_idx", "gpu_index", "device_id", "device_idx",
-     "device_index", "local_gpu", "gpu_rank"}
+CUDA_BUILDS = tuple(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "load", "load_inline"))
+KERNEL_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(\n    name='fused',\n    ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])],\n"
+    "    cmdclass={'build_ext': BuildExtension},\n)\n"
+)
+KERNEL_FUNCTION = (
+    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return fused_ops.forward(x)\n"
+)
+KERNEL_TEST = (
+    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8).cuda()\n"
+    "    torch.testing.assert_close(FusedAct.apply(x), torch.relu(x))\n    torch.cuda.synchronize()\n"
+)
+#: The same kernel behind a wrapper that runs native code on the CPU.
+KERNEL_WITH_FALLBACK = (
+    "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load('fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
+    "def fused_act(x):\n    if x.device.type == 'cpu':\n        return torch.relu(x)\n    return fused.forward(x)\n"
 )
 
-
-def integer_device(node: cst.BaseExpression, project: ProjectFacts = ProjectFacts()) -> bool:
-    """An integer literal, a variable named like a device index, or an element of a list that
-    the project's options fill with GPU indices by default (``opt.gpu_ids[0]``, ``gpu_ids[0]``
-    where ``--gpu_ids`` defaults to ``"0"``)."""
-    if isinstance(node, cst.Integer):
-        return True
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        return (last_name(node) or "").lower() in INDEX_NAMES
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        indexed = last_name(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else None
-        return (
-            isinstance(index, cst.Index) and isinstance(index.value, cst.Integer)
-            and indexed is not None and project.lists_gpus(indexed)
-        )
-    return False
-
-
-#: What ``DistributedDataParallel`` is imported as (``DDP``, ``nn.parallel.DistributedDataParallel``).
-DISTRIBUTED_DATA_PARALLEL = frozenset(
-    {"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
-     "torch.nn.DistributedDataParallel"}
+#: Code that calls it (``{}``: where a device binding goes, then what moves ``x``).
+KERNEL_CALLER = "import torch\nfrom fused_act import fused_act\n\n{}x = torch.randn(4){}\ny = fused_act(x)\n"
+#: A model that may run without the CUDA-only kernel (``fused=False``), in the same fashion.
+LAYER_USER = (
+    "import torch\nfrom fused import FusedAct\n\n{}\nclass Net(torch.nn.Module):\n    def forward(self, x, fused=False):\n"
+    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = Net(){}\n"
 )
+
+#: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).
+KERNEL_TEST_SCRIPT = Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP})
+
+
+def kernel_callers(device: str) -> Tuple[Invalid, ...]:
+    """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
+    fallback, and a model that may run without a CUDA-only kernel; ``device`` is the binding the
+    fix writes."""
+    return (
+        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
+        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+    )
+
+
+class CudaOnlyExtension(Rule):
+    code = "TDV310"
+    name = "cuda-only-extension"
+    message = "`{}` is a CUDA-only extension kernel (no CPU build, no CPU fallback): {} lines in {} that drive it run only on CUDA"
+    what = (
+        "Checks for an extension kernel built from CUDA sources only (`CUDAExtension(...)`, "
+        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, `load_inline(cuda_sources=...)`) "
+        "that the project drives from code that cannot run without it: modules that import it "
+        "unconditionally, functions, methods and autograd Functions that call into it, and the tests "
+        "of those modules. One finding per kernel, at its build, in place of the device findings in "
+        "that code (`.cuda()`, `\"cuda\"`, `torch.cuda` calls, ...): the kernel takes CUDA tensors only, "
+        "so they cannot be made portable one by one. A kernel with a CPU build beside it, or whose "
+        "callers run native code on the CPU (`if x.device.type == 'cpu':`), is not reported, and "
+        "its callers are judged as usual. A file judged alone (on stdin) has no project: not reported."
+    )
+    why = (
+        "A project that needs CUDA to run at all deserves one clear finding, not forty: the `.cuda()` "
+        "lines in front of such a kernel are what it needs, and the only portable change is a CPU "
+        "build of the kernel or a native fallback where the tensor is on the CPU."
+    )
+    fix_safety_note = "There is no fix: a CPU implementation of the kernel is the project's to write."
+    triggers = Resolved(CUDA_BUILDS, calls=True)
+    valid = (
+        # the wrapper falls back to native code on the CPU: the kernel is not CUDA-only
+        Valid(KERNEL_WITH_FALLBACK, files={"test_fused.py": "from example import fused_act\n\n\ndef test_cpu():\n    fused_act(torch.randn(4))\n"}),
+        # a CPU build of the extension beside the CUDA one
+        Valid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n\n"
+            "setup(ext_modules=[CppExtension('fused_ops', ['fused.cpp']), CUDAExtension('fused_ops_cuda', ['fused_kernel.cu'])])\n",
+            files={"fused.py": KERNEL_FUNCTION},
+        ),
+        # a project without kernels: nothing to report
+        Valid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension\n\n"
+            "setup(ext_modules=[CppExtension('fused_ops', ['fused.cpp'])])\n",
+            files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST},
+        ),
+        # nothing in the project calls the kernel
+        Valid(KERNEL_SETUP, files={"train.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"}),
+        # the setup script judged alone: no project to read
+        Valid(KERNEL_SETUP),
+    )
+    invalid = (
+        # the kernel, its autograd Function and its test: one finding, none in the test
+        Invalid(KERNEL_SETUP, files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST}, offers_fix=False),
+        Invalid(
+            "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
+            "def fused_act(x):\n    return fused.forward(x.cuda())\n",
+            files={"train.py": "from example import fused_act\n"},
+            offers_fix=False,
+        ),
+        Invalid(
+            "import torch\nimport torch.utils.cpp_extension as extension\n\nops = extension.load_inline('ops', cpp_sources=CPP, cuda_sources=CUDA)\n\n\n"
+            "def scale(x):\n    return ops.scale(x.to('cuda'))\n",
+            files={"train.py": "from example import scale\n"},
+            offers_fix=False,
+        ),
+        # imported only where it was built: the autograd Function still cannot run without it
+        Invalid(
+            KERNEL_SETUP,
+            files={"corr.py": "import torch\ntry:\n    import fused_ops\nexcept ImportError:\n    fused_ops = None\n\n\n"
+                   "class Corr(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return fused_ops.corr(x.cuda())\n"},
+            offers_fix=False,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualname(node.func) not in CUDA_BUILDS:
+            return
+        named = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "name"), None)
+        arguments = positional(node)
+        written = named if named is not None else arguments[0].value if arguments else None
+        name = string_value(written) if isinstance(written, cst.SimpleString) else None
+        depending = self.ctx.project.cuda_kernel(self.ctx.path, name) if name else None
+        if depending is not None:
+            lines, files = depending
+            self.report(node, self.message.format(name, lines, f"{files} file" + ("s" if files > 1 else "")))
+
+
+_INIT_NET = "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n        net.to({})\n    return net\n"
+_GPU_IDS = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='{}')\n"
+_DDP = "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+_SWAV = "import torch\nimport torch.nn as nn\n\ndef main(args):\n    init_distributed_mode(args)\n    model = nn.parallel.DistributedDataParallel(model, device_ids={})\n"
 
 
 class HardcodedDeviceIndex(Rule):
     code = "TDV104"
     name = "hardcoded-device-index"
+    hazard_without_cuda = True
     message = "integer device `{}` names an accelerator: it raises on a CPU-only machine"
     fix_title = "Fall back to the CPU when no accelerator is available"
     fix_safety = Applicability.UNSAFE
@@ -282,17 +405,11 @@ class HardcodedDeviceIndex(Rule):
             'if __name__ == "__main__":\n    world_size = torch.cuda.device_count()\n    mp.spawn(main, nprocs=world_size)\n'
         ),
         # an index list whose option does not default to GPUs (-1: the CPU), or no option at all
-        Valid(
-            "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n        net.to(gpu_ids[0])\n    return net\n",
-            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='-1')\n"},
-        ),
+        Valid(_INIT_NET.format("gpu_ids[0]"), files={"options.py": _GPU_IDS.format("-1")}),
         Valid("import torch\n\ndef place(net, ids):\n    return net.to(ids[0])\n"),
         # DDP inside a process group's code, or with no device_ids
-        Valid(
-            "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n\ndef main(args):\n"
-            "    if args.distributed:\n        model = DDP(model, device_ids=[args.gpu])\n"
-        ),
-        Valid("import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nmodel = DDP(model, device_ids=None)\n"),
+        Valid(_DDP + "\ndef main(args):\n    if args.distributed:\n        model = DDP(model, device_ids=[args.gpu])\n"),
+        Valid(_DDP + "model = DDP(model, device_ids=None)\n"),
     )
     invalid = (
         Invalid(
@@ -326,28 +443,17 @@ class HardcodedDeviceIndex(Rule):
         ),
         # pix2pix-style options: --gpu_ids defaults to "0", so the default run moves to GPU 0
         Invalid(
-            "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n        net.to(gpu_ids[0])\n    return net\n",
-            fixed=(
-                "import torch\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n"
-                '        net.to(gpu_ids[0] if torch.cuda.is_available() else "cpu")\n    return net\n'
-            ),
-            files={"options/base_options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0', help='-1 for CPU')\n"},
+            _INIT_NET.format("gpu_ids[0]"), fixed=_INIT_NET.format('gpu_ids[0] if torch.cuda.is_available() else "cpu"'),
+            files={"options/base_options.py": _GPU_IDS.format("0")},
         ),
         # DistributedDataParallel on the only path of the script (the helper also serves one GPU)
-        Invalid(
-            "import torch\nimport torch.nn as nn\n\ndef main(args):\n    init_distributed_mode(args)\n"
-            "    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on])\n",
-            fixed=(
-                "import torch\nimport torch.nn as nn\n\ndef main(args):\n    init_distributed_mode(args)\n"
-                "    model = nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu_to_work_on] if torch.cuda.is_available() else None)\n"
-            ),
-        ),
+        Invalid(_SWAV.format("[args.gpu_to_work_on]"), fixed=_SWAV.format("[args.gpu_to_work_on] if torch.cuda.is_available() else None")),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.guarded:
             return
-        device_ids = self._device_ids(node)
+        device_ids = ddp_device_ids(node, self.ctx.qualname)
         if device_ids is not None:
             self._report_device_ids(device_ids)
             return
@@ -377,16 +483,6 @@ class HardcodedDeviceIndex(Rule):
             return args[0].value
         return None
 
-    def _device_ids(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        """The list given as ``device_ids=`` to ``DistributedDataParallel``, when it names any device."""
-        if self.ctx.qualname(call.func) not in DISTRIBUTED_DATA_PARALLEL:
-            return None
-        for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "device_ids":
-                listed = isinstance(arg.value, (cst.List, cst.Tuple)) and bool(arg.value.elements)
-                return arg.value if listed else None
-        return None
-
     def _report_device_ids(self, device_ids: cst.BaseExpression) -> None:
         check = availability_check(self.ctx, "cuda")
         fix = None
@@ -397,11 +493,8 @@ class HardcodedDeviceIndex(Rule):
                 return cst.IfExp(test=test, body=updated, orelse=cst.Name("None"))
 
             fix = self.make_fix({device_ids: without_cuda}, imports=self.ctx.torch_imports())
-        message = (
-            f"`device_ids={source_of(device_ids)}` names a GPU: `DistributedDataParallel` raises "
-            "`ValueError` for a module on the CPU"
-        )
-        self.report(device_ids, message, fix)
+        shown = source_of(device_ids)
+        self.report(device_ids, f"`device_ids={shown}` names a GPU: `DistributedDataParallel` raises `ValueError` for a module on the CPU", fix)
 
 
-RULES = (CudaDefaultDevice, CudaRequired, HardcodedDeviceIndex)
+RULES = (CudaDefaultDevice, CudaRequired, CudaOnlyExtension, HardcodedDeviceIndex)

@@ -66,6 +66,7 @@ ORDERINGS = frozenset({"LessThan", "LessThanEqual", "GreaterThan", "GreaterThanE
 class CudaVersionNone(Rule):
     code = "TDV304"
     name = "cuda-version-none"
+    hazard_without_cuda = True
     message = "`{}` is None on torch builds without CUDA (CPU-only, Mac): {} raises there"
     fix_title = 'Read it as `torch.version.cuda or "0.0"`'
     fix_safety = Applicability.SAFE
@@ -232,6 +233,7 @@ COMPARISONS = {
 class DeviceCountDivisor(Rule):
     code = "TDV305"
     name = "device-count-divisor"
+    hazard_without_cuda = True
     message = "`{}` is 0 on a machine without a GPU (CPU-only, Mac), so {} raises ZeroDivisionError there"
     fix_title = "Divide by `max(1, ...)`"
     fix_safety = Applicability.SAFE

@@ -27,9 +27,16 @@ def _dtype(ctx, leaf: str) -> cst.BaseExpression:
     return cst.parse_expression(f"{ctx.torch_reference()}.{LEGACY_TENSOR_DTYPES[leaf]}")
 
 
+#: A class whose flag comes from its callers (TDV201's project example).
+_LOSS = (
+    "import torch\n\n\nclass Loss:\n    def __init__(self, use_gpu=False):\n        self.use_gpu = use_gpu\n\n"
+    "    def forward(self):\n        if self.use_gpu:\n            return {}\n        return torch.FloatTensor([1.0])\n"
+)
+
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
+    hazard_without_cuda = True
     message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without CUDA"
     fix_title = "Create the tensor with `dtype=` and `device=`"
     fix_safety = Applicability.UNSAFE
@@ -93,6 +100,22 @@ class LegacyCudaTensorConstructor(Rule):
             "import torch\nx = torch.cuda.FloatTensor(sizes)\n",
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
+        ),
+        # from other modules: the fix uses the portable device utils.py defines
+        Invalid(
+            "import torch\nfrom utils import device\nones = torch.cuda.FloatTensor([1.0])\n",
+            fixed="import torch\nfrom utils import device\nones = torch.tensor([1.0], dtype=torch.float32, device=device)\n",
+            files={"utils.py": 'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'},
+        ),
+        # `use_gpu` is what every caller passes: train.py's `args.cuda`, on by default
+        Invalid(
+            _LOSS.format("torch.cuda.FloatTensor([1.0])"),
+            fixed=_LOSS.format("torch.tensor([1.0], dtype=torch.float32, device=device)").replace(
+                "\n\n\n", '\n\ndevice = torch.device("cuda" if torch.cuda.is_available() else "mps" '
+                'if torch.backends.mps.is_available() else "cpu")\n\n\n', 1
+            ),
+            files={"train.py": "import argparse\nfrom example import Loss\nparser = argparse.ArgumentParser()\n"
+                   "parser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda)\n"},
         ),
     )
 
@@ -177,6 +200,7 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
+    hazard_without_cuda = True
     message = "`{}` pins the tensor to CUDA: the cast raises without CUDA"
     message_check = "`{}` is true only for CUDA tensors: on MPS or XPU the code takes the branch meant for the CPU"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
