@@ -67,13 +67,16 @@ class Program:
     path: str
     gpu_only: bool
     args: List[str]
+    #: The folder under the root that holds the extracted files, ``<owner>+<name>`` unless the
+    #: pins name another (a second commit of a repository already extracted at one).
+    checkout: str = ""
 
     @property
     def name(self) -> str:
         return f"{self.repo.split('/')[1]}:{self.path}"
 
     def source(self, root: Path) -> Path:
-        return root / self.repo.replace("/", "+") / self.path
+        return root / (self.checkout or self.repo.replace("/", "+")) / self.path
 
 
 @dataclass
@@ -96,7 +99,10 @@ class Outcome:
 def load_pins(path: Path = PINS) -> List[Program]:
     with open(path, "rb") as handle:
         pins = tomllib.load(handle)["program"]
-    return [Program(p["repo"], p["commit"], p["path"], p["gpu_only"], p.get("args", [])) for p in pins]
+    return [
+        Program(p["repo"], p["commit"], p["path"], p["gpu_only"], p.get("args", []), p.get("checkout", ""))
+        for p in pins
+    ]
 
 
 def _child(program: Path, args: List[str], leg: str, result_path: Path) -> None:
