@@ -31,6 +31,7 @@ from .vocabulary import (
     LEGACY_CPU_CONSTRUCTORS,
     LIKE_FACTORIES,
     LIST_COMBINERS,
+    MODULE_WRAPPERS,
     OPERATORS,
     PRODUCT_COMBINERS,
     PYTHON_ATTRIBUTES,
@@ -277,6 +278,9 @@ class ExpressionWalk:
                 operands = [(args[arguments.index(arg)], arg.value) for arg in matched]
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
+        if name in MODULE_WRAPPERS:
+            wrapped = args[0] if args else None
+            return wrapped if wrapped is not None and wrapped.module else None
         if namespace == "torch.nn" and leaf[:1].isupper():
             if is_parameterless_module(leaf, [arg.keyword for arg in arguments]):
                 return None  # device-neutral: never a CPU operand

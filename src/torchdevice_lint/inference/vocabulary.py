@@ -131,6 +131,12 @@ PARAMETERLESS_MODULES = {
     "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d", "CosineSimilarity", "PairwiseDistance",
 }
 LOSS_WEIGHT_KEYWORDS = {"weight", "pos_weight"}
+# Wrappers that run the module they are given where it already is: the wrapper is that module's
+# value, not a fresh CPU module.
+MODULE_WRAPPERS = {
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+}
 
 
 def is_parameterless_module(leaf: str, keywords: Sequence[Optional[str]]) -> bool:
