@@ -5,7 +5,8 @@ synthetic data (``bench/program_shims.py``) and long loops cut to a few iteratio
 
 * the original on the CPU and on the simulated CUDA device (``simcuda``), which stands for the GPU
   machine it was written on;
-* the output of ``torchdevice-fix --unsafe-fixes`` on the CPU, ``simcuda`` and ``simmps``.
+* the output of ``torchdevice-fix --unsafe-fixes`` (applied to the program's folder) on the CPU,
+  ``simcuda`` and ``simmps``.
 
 It prints one row per program and three counts: programs broken by a fix (ran before, fail after,
 on the CPU or on simcuda: must be 0), programs whose output a fix changed (ran before and after
@@ -167,15 +168,18 @@ def run(program: Path, args: List[str], leg: str, timeout: int = TIMEOUT_S) -> O
     return Outcome(**json.loads(result_path.read_text()), output=printed)
 
 
-def fix(program: Path) -> str:
-    """Apply ``torchdevice-fix --unsafe-fixes`` to ``program``; returns the unified diff."""
-    before = program.read_text()
+def fix(folder: Path) -> str:
+    """Apply ``torchdevice-fix --unsafe-fixes`` to the program's folder (its modules hold
+    placements too: a model file's ``.cuda()``); returns the unified diff of each changed file."""
+    before = {path: path.read_text(errors="replace") for path in sorted(folder.rglob("*.py"))}
     fixer = shutil.which("torchdevice-fix", path=str(Path(sys.executable).parent)) or "torchdevice-fix"
-    subprocess.run([fixer, "--unsafe-fixes", str(program)], capture_output=True, text=True, check=False)
-    after = program.read_text()
-    return "".join(
-        difflib.unified_diff(before.splitlines(True), after.splitlines(True), "original", "fixed")
-    )
+    subprocess.run([fixer, "--unsafe-fixes", str(folder)], capture_output=True, text=True, check=False)
+    diffs = []
+    for path, text in before.items():
+        name = str(path.relative_to(folder))
+        after = path.read_text(errors="replace")
+        diffs.extend(difflib.unified_diff(text.splitlines(True), after.splitlines(True), name, f"{name} (fixed)"))
+    return "".join(diffs)
 
 
 def evaluate(program: Program, root: Path, scratch: Path) -> Dict[str, object]:
@@ -188,7 +192,7 @@ def evaluate(program: Program, root: Path, scratch: Path) -> Dict[str, object]:
         shutil.copytree(source.parent, directory)
         copy = directory / source.name
         if variant == "fixed":
-            diff = fix(copy)
+            diff = fix(directory)
         outcomes[(variant, leg)] = run(copy, program.args, leg)
     return {"outcomes": outcomes, "diff": diff}
 
