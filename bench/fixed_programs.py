@@ -19,7 +19,7 @@ a program that picks its own device with ``torch.cuda.is_available()`` does on `
 ``--details`` prints the fix's diff and the error of every broken program, and how the output of
 every changed control differs.
 
-    python bench/fixed_programs.py [--root DIR] [--only NAME] [--details]
+    python bench/fixed_programs.py [--root DIR] [--only NAME] [--shard K/N] [--details]
 """
 
 from __future__ import annotations
@@ -202,8 +202,12 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="where the pinned programs are extracted")
     parser.add_argument("--only", help="run only programs whose name contains this")
     parser.add_argument("--details", action="store_true", help="print diff and error of each broken program")
+    parser.add_argument("--shard", help="K/N: run only every N-th program from the K-th (1-based), one of N runs side by side")
     options = parser.parse_args(argv)
     programs = [p for p in load_pins() if options.only is None or options.only in p.name]
+    if options.shard:
+        number, count = (int(part) for part in options.shard.split("/"))
+        programs = programs[number - 1 :: count]
     missing = [p.name for p in programs if not p.source(options.root).exists()]
     if missing:
         print(f"missing under {options.root} (see {PINS.name}): {', '.join(missing)}", file=sys.stderr)
