@@ -99,7 +99,8 @@ FIXED_EXAMPLES = [
 def test_fix_all_and_quick_fixes_write_what_torchdevice_fix_writes(rule, example, tmp_path, monkeypatch, capsys):
     write_config(tmp_path, {"select": [rule.code], "unsafe-fixes": True, **(example.config or {})})
     for name, code in (example.files or {}).items():
-        (tmp_path / name).write_text(code)
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(code if isinstance(code, bytes) else code.encode())
     expected = torchdevice_fix_stdin(tmp_path / "example.py", example.code, monkeypatch, capsys)
     assert expected == example.fixed
 

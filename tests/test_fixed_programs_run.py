@@ -174,3 +174,45 @@ def test_process_group_backend_asked_of_torch(tmp_path):
     if torch.accelerator.is_available():
         pytest.skip("the device here has its own backend")
     fails_then_runs(source, tmp_path, "NCCL", ["gloo", "[1.0,", "1.0]"], **{"target-torch-version": "2.8"})
+
+
+@cpu_only
+def test_rank_modulo_in_a_gloo_group(tmp_path):
+    """fairseq's pgslm cont_metrics.py: a gloo group starts on a CPU, then the rank's GPU is
+    the rank modulo a count of 0."""
+    source = textwrap.dedent("""\
+        import tempfile
+        import torch
+        import torch.distributed as dist
+
+        def main(rank, world_size):
+            dist.init_process_group(backend="gloo", init_method="file://" + tempfile.mktemp(), world_size=world_size, rank=rank)
+            try:
+                print(rank % torch.cuda.device_count(), dist.get_backend())
+            finally:
+                dist.destroy_process_group()
+
+        main(0, 1)
+    """)
+    fails_then_runs(source, tmp_path, "ZeroDivisionError", ["0", "gloo"])
+
+
+@cpu_only
+def test_nccl_group_then_rank_modulo(tmp_path):
+    """swav's init_distributed_mode: TDV303 gives the NCCL group its gloo fallback, and the
+    fixer's next pass divides by at least one GPU."""
+    source = textwrap.dedent("""\
+        import tempfile
+        import torch
+        import torch.distributed as dist
+
+        def init_distributed_mode(rank, world_size):
+            dist.init_process_group(backend="nccl", init_method="file://" + tempfile.mktemp(), world_size=world_size, rank=rank)
+            gpu_to_work_on = rank % torch.cuda.device_count()
+            print(gpu_to_work_on, dist.get_backend())
+            dist.destroy_process_group()
+
+        init_distributed_mode(0, 1)
+    """)
+    assert "max(1, torch.cuda.device_count())" in fixed(source)
+    fails_then_runs(source, tmp_path, "NCCL", ["0", "gloo"])

@@ -129,3 +129,96 @@ def test_an_edited_stored_entry_is_parsed_again(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)
+
+
+KERNEL_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(name='fused', ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])])\n"
+)
+KERNEL_FUNCTION = (
+    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return fused_ops.forward(x.cuda())\n"
+)
+KERNEL_TEST = (
+    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8, device='cuda')\n"
+    "    torch.testing.assert_close(FusedAct.apply(x.cuda()), torch.relu(x))\n    torch.cuda.synchronize()\n"
+)
+
+
+def kernel_project(tmp_path: Path, wrapper: str = KERNEL_FUNCTION) -> dict:
+    files = {"setup.py": KERNEL_SETUP, "fused.py": wrapper, "tests/test_fused.py": KERNEL_TEST}
+    for name, code in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(code)
+    return {name: tmp_path / name for name in files}
+
+
+def test_a_cuda_only_kernel_and_the_code_that_drives_it_make_one_finding_at_the_build(tmp_path):
+    projects = Projects()
+    found = {name: codes(path, projects) for name, path in kernel_project(tmp_path).items()}
+    assert found == {"setup.py": ["TDV310"], "fused.py": [], "tests/test_fused.py": []}
+    message = api.engine(projects=projects).check_source(str(tmp_path / "setup.py"), KERNEL_SETUP).findings[0].message
+    assert "`fused_ops`" in message and "in 2 files" in message
+
+
+def test_a_kernel_with_a_cpu_fallback_leaves_the_findings_of_its_callers(tmp_path):
+    fallback = KERNEL_FUNCTION.replace("class FusedAct", "def act(x):\n    return x if x.device.type == 'cpu' else FusedAct.apply(x)\n\n\nclass FusedAct")
+    found = {name: codes(path, Projects()) for name, path in kernel_project(tmp_path, fallback).items()}
+    assert found == {"setup.py": [], "fused.py": ["TDV101"], "tests/test_fused.py": ["TDV102", "TDV101", "TDV301"]}
+
+
+def test_the_test_of_a_kernel_judged_alone_is_judged_as_before(tmp_path):
+    test = kernel_project(tmp_path)["tests/test_fused.py"]
+    assert codes(test) == ["TDV102", "TDV101", "TDV301"]
+
+
+def test_stored_kernel_facts_read_back_equal_to_parsed_ones(tmp_path):
+    kernel_project(tmp_path / "tree")
+    (tmp_path / "tree" / "main.py").write_text("")
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache").facts_for(str(tmp_path / "tree" / "main.py"))
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0 and first.cuda_kernels
+    assert again.facts_for(str(tmp_path / "tree" / "main.py")) == first
+
+
+PREPARE = "import torch\n\n\ndef prepare_z_y(batch, dim_z, device='cuda'):\n    return torch.randn(batch, dim_z, device=device)\n"
+
+
+def test_a_device_default_every_call_overrides_is_silent_until_one_call_omits_it(tmp_path):
+    (tmp_path / "utils.py").write_text(PREPARE)
+    (tmp_path / "train.py").write_text("import utils\nz = utils.prepare_z_y(8, 128, device=device)\nz = utils.prepare_z_y(8, 128, device)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import prepare_z_y\nz = prepare_z_y(8, 128)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_a_device_default_nobody_in_the_project_calls_is_reported(tmp_path):
+    """A library's API: its users, outside the project, get the default."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "utils.py").write_text(PREPARE)
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_call_facts_and_checkpoint_names_read_back_from_the_cache(tmp_path):
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "main.py").write_text(
+        PREPARE + "z = prepare_z_y(1, 2, **options)\nstate = torch.load('weights/net.pt')\nfn = prepare_z_y\n"
+    )
+    first = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    again = stored_projects(tmp_path / "tree", tmp_path / "cache")
+    assert again.cache.parsed == 0 and again.cache.by_hash == first.cache.by_hash
+    [facts] = again.cache.by_hash.values()
+    assert facts.calls.calls["prepare_z_y@."] == [[2, [], True]] and "prepare_z_y@." in facts.calls.escaped
+    assert facts.checkpoint_files == ["weights/net.pt"]
+
+
+def test_calls_of_another_module_s_namesake_do_not_count(tmp_path):
+    """glide-text2im: clip/utils.py's LayerNorm has the CUDA default and every construction of
+    it passes the device; xf.py's own LayerNorm, and torch's, are called without one."""
+    utils = "import attr\nimport torch\n\n\n@attr.s\nclass LayerNorm(torch.nn.Module):\n    device: torch.device = attr.ib(default=torch.device('cuda'))\n"
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "encoders.py").write_text("from .utils import LayerNorm\nln = LayerNorm(device=device)\n")
+    (tmp_path / "xf.py").write_text("import torch.nn as nn\n\n\nclass LayerNorm(nn.LayerNorm):\n    pass\n\n\nln = LayerNorm(4)\nother = nn.LayerNorm(4)\n")
+    assert codes(tmp_path / "utils.py", Projects()) == []
+    (tmp_path / "sample.py").write_text("from utils import LayerNorm\nln = LayerNorm()\n")
+    assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]

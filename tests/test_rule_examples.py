@@ -22,7 +22,8 @@ def example_path(example, tmp_path) -> str:
         return "example.py"
     for name, code in {**example.files, "example.py": example.code}.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(code)
+        write = (tmp_path / name).write_bytes if isinstance(code, bytes) else (tmp_path / name).write_text
+        write(code)  # a shipped checkpoint is bytes
     return str(tmp_path / "example.py")
 
 

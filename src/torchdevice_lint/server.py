@@ -97,7 +97,7 @@ class TorchdeviceServer(LanguageServer):
             if error is not None and (current is None or current.engine is not engine):
                 message = f"{error}; using the default settings"
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
-            current = check_buffer(engine, uri, path, text)
+            current = check_buffer(engine, uri, path, text, current)
             self.checked[uri] = current
         return current
 
@@ -132,7 +132,7 @@ class TorchdeviceServer(LanguageServer):
         texts = [(number, text) for number, _, text in cells]
         if current is None or current.checked.engine is not engine or [(c.number, c.source) for c in current.cells.cells] != texts \
                 or sorted(current.uris.items()) != sorted((number, cell_uri) for number, cell_uri, _ in cells):
-            current = check_notebook(engine, notebook.uri, path, cells)
+            current = check_notebook(engine, notebook.uri, path, cells, current)
             self.notebooks[notebook.uri] = current
         return current
 

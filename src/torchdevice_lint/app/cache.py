@@ -40,7 +40,9 @@ from ..model.errors import FileError
 from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
+from ..project import calls as project_calls
 from ..project.facts import ModuleFacts
+from ..project.kernels import well_formed as kernels_well_formed
 from ..project.model import FactsCache, Projects
 from ..rules import all_rules
 
@@ -428,14 +430,17 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 5 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 8 and repr(fields) == text):
         return None
-    options, unknown, copies, predicates, saved = fields
+    options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields
+    calls = project_calls.shaped(call_fields)
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
         and isinstance(unknown, list) and all(isinstance(name, str) for name in unknown)
         and isinstance(copies, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in copies.items())
         and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
         and isinstance(saved, list) and all(isinstance(name, str) for name in saved)
+        and kernels_well_formed(kernels)
+        and calls is not None and isinstance(checkpoints, list) and all(isinstance(name, str) for name in checkpoints)
     )
-    return ModuleFacts(options, unknown, copies, predicates, saved) if shaped else None
+    return ModuleFacts(options, unknown, copies, predicates, saved, kernels, calls, checkpoints) if shaped else None

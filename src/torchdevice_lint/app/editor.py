@@ -28,6 +28,7 @@ from ..model.settings import ConfigError, Settings
 from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
 from ..syntax.cells import CellsMoved, JoinedCells
+from ..syntax.cst_reparse import Reparser
 from ..syntax.lines import LINE_BREAK, physical_lines
 from .config import SettingsResolver, find_pyproject, without_target_source
 from .torch_target import forget_targets, target_for, with_target
@@ -41,9 +42,8 @@ QUICKFIX = "quickfix"
 WARNING, INFORMATION, ERROR = 2, 3, 1
 #: The rule pages ``torchdevice-lint rule --write-docs docs/rules`` writes, in a source checkout.
 RULE_DOCS = Path(__file__).resolve().parents[3] / "docs" / "rules"
-#: Lines past which a buffer is not checked: the check runs on the server's only thread, at about
-#: 1,500 lines a CPU second, and every request waits for it. The largest file of the evaluation
-#: corpus has 1,445 lines.
+#: Lines past which a buffer is not checked: the first check of a buffer runs on the server's only
+#: thread, at about 3,000 lines a CPU second, and every request waits for it.
 MAX_BUFFER_LINES = 20_000
 
 _SYNTAX_AT = re.compile(r"at (\d+):(\d+):")
@@ -113,6 +113,7 @@ class Checked:
     analysis: Optional[Analysis] = None
     findings: List[Tuple[RawFinding, Finding]] = field(default_factory=list)
     error: Optional[str] = None
+    reparser: Reparser = field(default_factory=Reparser)  # the module, kept for the next edit
     #: Comments and rows no comment can follow (see ``_row_facts``), computed once.
     _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
     #: The fix-all result, computed once.
@@ -124,8 +125,7 @@ class Checked:
 
 
 def too_large(text: str) -> Optional[str]:
-    """Why a buffer is too large to check (the CLI's file size limit, or ``MAX_BUFFER_LINES``),
-    or None."""
+    """Why a buffer is too large to check (the CLI's size limit, ``MAX_BUFFER_LINES``), or None."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
         return f"buffer is too large ({size / 2**20:.1f} MiB, limit {MAX_FILE_BYTES // 2**20} MiB); not checked"
@@ -135,15 +135,16 @@ def too_large(text: str) -> Optional[str]:
     return None
 
 
-def check_buffer(engine: Engine, uri: str, path: str, text: str) -> Checked:
-    checked = Checked(uri, path, text, engine)
+def check_buffer(engine: Engine, uri: str, path: str, text: str, previous: Optional[Checked] = None) -> Checked:
+    """The buffer's findings; ``previous``, the result of an earlier text of it, lends its module."""
+    checked = Checked(uri, path, text, engine, reparser=previous.reparser if previous is not None else Reparser())
     checked.error = too_large(text)
     if checked.error is not None:
         return checked
     project = engine.projects.of(path) if engine.projects is not None else None
     tree = project.update(path, text) if project is not None else None
     try:
-        checked.analysis = engine.analyze(path, text, tree=tree)
+        checked.analysis = engine.analyze(path, text, tree=tree, parse=checked.reparser.parse)
     except (FileProblem, RecursionError) as error:
         checked.error = file_error(path, error).message
         return checked
@@ -408,10 +409,11 @@ class CheckedNotebook:
         return next((number for number, cell_uri in self.uris.items() if cell_uri == uri), None)
 
 
-def check_notebook(engine: Engine, uri: str, path: str, cells: Sequence[Tuple[int, str, str]]) -> CheckedNotebook:
-    """``cells``: ``(number, cell URI, text)`` of each code cell, in order."""
-    joined = JoinedCells((number, text) for number, _, text in cells)
-    return CheckedNotebook(check_buffer(engine, uri, path, joined.python), joined, {number: cell_uri for number, cell_uri, _ in cells})
+def check_notebook(engine: Engine, uri: str, path: str, cells: Sequence[Tuple[int, str, str]],
+                   previous: Optional[CheckedNotebook] = None) -> CheckedNotebook:
+    """``cells``: ``(number, cell URI, text)`` of each code cell, in order; ``previous`` as ``check_buffer``'s."""
+    joined, earlier = JoinedCells((number, text) for number, _, text in cells), previous.checked if previous else None
+    return CheckedNotebook(check_buffer(engine, uri, path, joined.python, earlier), joined, {n: cell_uri for n, cell_uri, _ in cells})
 
 
 def notebook_diagnostics(notebook: CheckedNotebook, lines_of: Callable[[str], Lines]) -> Dict[str, List[dict]]:

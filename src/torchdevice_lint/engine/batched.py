@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Dict, Optional, Sequence, Type, Union
+from typing import Callable, Dict, Optional, Sequence, Type, Union
 
 import libcst as cst
 
@@ -228,14 +228,16 @@ def analyze_module(
     inference: Optional[FileInference] = None,
     tree: Optional[ast.Module] = None,
     project: ProjectFacts = ProjectFacts(),
+    parse: Callable[[str], cst.Module] = cst.parse_module,
 ) -> Analysis:
     """Parse (unless ``module`` is given) and run ``rule_classes``; ``inference`` is the first
     stage's device inference of the file, if it ran, and ``tree`` its CPython tree (parsed again
-    when needed if not given); ``project`` what the file's project says of its options. Raises
-    ``Unparsable``."""
+    when needed if not given); ``project`` what the file's project says of its options; ``parse``
+    what parses it (equal to ``cst.parse_module``: the editor's re-parses only what an edit
+    changed). Raises ``Unparsable``."""
     if module is None:
         try:
-            module = cst.parse_module(source)
+            module = parse(source)
         except cst.ParserSyntaxError as error:
             raise Unparsable(syntax_error_message(error)) from None
     ctx = FileContext(path, source, module, settings, project)
@@ -258,6 +260,9 @@ def analyze_module(
     if findings:
         positions = node_positions(module, [(raw.node, raw.ancestors) for raw in findings], ctx.python_tree())
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
+        cuda_only = project.cuda_only_lines(path)
+        if cuda_only:
+            findings = [raw for raw in findings if not (raw.rule.hazard_without_cuda and _within(positions[raw.node], cuda_only))]
     unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
     unused = suppressions.unused(source) if unused_rule else []
     return Analysis(module, ctx, findings, positions, unused_noqa=[(unused_rule, d) for d in unused])
@@ -280,6 +285,11 @@ def syntax_error_message(error: cst.ParserSyntaxError) -> str:
     already): grammar newer than LibCST's."""
     detail = error.message.strip().splitlines()[0] if error.message.strip() else "invalid syntax"
     return f"syntax error at {error.editor_line}:{error.editor_column}: {detail}"
+
+
+def _within(code_range, spans) -> bool:
+    """Whether a finding starts in one of the ``(first, last)`` line spans."""
+    return any(first <= code_range.start.line <= last for first, last in spans)
 
 
 def _rows(code_range) -> set:

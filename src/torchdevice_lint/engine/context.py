@@ -240,10 +240,13 @@ class FileContext:
 
     def classify(self, test: cst.BaseExpression) -> int:
         """``cst_guards.classify`` with this file's imports and user-flag defaults."""
-        return guards.classify(test, self.qualname, self.flag_default)
+        return guards.classify(test, self.qualname, self.flag_default, self.holds_availability)
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
         return self.flags.default(flag, self.enclosing_function())
+
+    def holds_availability(self, flag: cst.BaseExpression) -> bool:
+        return self.flags.holds_availability(flag, self.enclosing_function())
 
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
         """Parent of the node being visited (depth 1), grandparent (2)..."""

@@ -8,7 +8,7 @@ without it, and ``batched.py`` (the LibCST half) is imported for the first file 
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Type
 
 from ..first_stage.facts import Facts, parse_facts
 from ..knowledge.project_facts import ProjectFacts
@@ -66,14 +66,17 @@ class Engine:
         return selected, facts
 
     def analyze(
-        self, path: str, source: str, module: Optional["cst.Module"] = None, tree: Optional["ast.AST"] = None
+        self, path: str, source: str, module: Optional["cst.Module"] = None, tree: Optional["ast.AST"] = None,
+        parse: Optional[Callable[[str], "cst.Module"]] = None,
     ) -> Optional["Analysis"]:
-        """Run the rules; None when no enabled rule can fire on the file. Raises ``Unparsable``."""
+        """Run the rules; None when no enabled rule can fire on the file. ``parse`` replaces
+        ``cst.parse_module`` (``batched.analyze_module``). Raises ``Unparsable``."""
         rule_classes, facts = self.first_stage(path, source, tree)
         if not rule_classes:
             return None
         project = self.projects.facts_for(path) if self.projects is not None else ProjectFacts()
-        return _libcst_half()(path, source, rule_classes, self.settings, module, facts.inference, facts.tree, project)
+        extra = {"parse": parse} if parse is not None else {}
+        return _libcst_half()(path, source, rule_classes, self.settings, module, facts.inference, facts.tree, project, **extra)
 
     def check_source(self, path: str, source: str, with_edits: bool = False, tree: Optional["ast.AST"] = None) -> FileResult:
         """The file's findings or error. The cyclic garbage collector waits until the file is

@@ -62,6 +62,9 @@ class Rule:
     fix_safety_note: ClassVar[str] = ""
     #: Opt-in rules (TDV9xx) run only when selected explicitly.
     default_enabled: ClassVar[bool] = True
+    #: Its hazard is a machine without CUDA: moot in code that can only run on CUDA (code that
+    #: drives a CUDA-only extension kernel, reported once at the build by TDV310).
+    hazard_without_cuda: ClassVar[bool] = False
     #: What a file must contain for the rule to fire (sound: tests/test_first_stage.py).
     triggers: ClassVar[Trigger] = EVERY_FILE
     valid: ClassVar[Sequence[Valid]] = ()

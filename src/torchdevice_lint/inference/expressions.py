@@ -279,8 +279,7 @@ class ExpressionWalk:
                 return self.combine(node, operands, Rank.UNKNOWN)
             return self.same_place(args[0] if args else None, leaf)
         if name in MODULE_WRAPPERS:
-            wrapped = args[0] if args else None
-            return wrapped if wrapped is not None and wrapped.module else None
+            return None
         if namespace == "torch.nn" and leaf[:1].isupper():
             if is_parameterless_module(leaf, [arg.keyword for arg in arguments]):
                 return None  # device-neutral: never a CPU operand

@@ -131,8 +131,8 @@ PARAMETERLESS_MODULES = {
     "ConstantPad2d", "ReflectionPad2d", "ReplicationPad2d", "CosineSimilarity", "PairwiseDistance",
 }
 LOSS_WEIGHT_KEYWORDS = {"weight", "pos_weight"}
-# Wrappers that run the module they are given where it already is: the wrapper is that module's
-# value, not a fresh CPU module.
+# Wrappers that run the module they are given where it already is and move their inputs to it
+# (DataParallel scatters CPU inputs to its GPUs): neither a fresh CPU module nor a mix of devices.
 MODULE_WRAPPERS = {
     "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",

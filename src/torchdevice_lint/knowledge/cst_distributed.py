@@ -4,11 +4,13 @@ its one portability hazard is the process group's backend, which TDV303 reports.
 
 from __future__ import annotations
 
-from typing import Collection, FrozenSet, Optional
+from typing import Callable, Collection, FrozenSet, Optional
 
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, string_value
-from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, QualName, terminates
+from ..syntax.cst_nodes import dotted_name, last_name, string_value
+from .backends import COLLECTIVES
+from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, QualName, refuses, terminates
+from .flags import mentions_availability
 
 # -- distributed-only code ------------------------------------------------------------------
 # Code that runs only inside a multi-process run (after ``init_process_group``, behind
@@ -177,3 +179,63 @@ def _reads_launcher_variable(value: Optional[cst.BaseExpression]) -> bool:
     return isinstance(index, cst.Index) and string_value(index.value) in LAUNCHER_VARIABLES
 
 
+
+
+def starts_gpu_only_group(module: cst.Module, qualname: QualName, classify: Callable[[cst.BaseExpression], int]) -> bool:
+    """Whether the file starts its process group with a backend only a GPU has, outside an
+    availability check (``init_process_group(backend="nccl")``): no distributed run of the file
+    starts on a CPU until TDV303's fix gives the backend its fallback. A backend chosen by the
+    user (``args.dist_backend``), under a check or left to torch can be gloo on a CPU."""
+    from ..syntax.cst_walk import nodes_of  # as in ``spawned_per_gpu``: LibCST loads only when asked
+
+    starts = [call for call in nodes_of(module, cst.Call) if qualname(call.func) == "torch.distributed.init_process_group"]
+    if not starts:
+        return False
+    checked = set()
+    for statement in nodes_of(module, cst.If):
+        sign = classify(statement.test)
+        branch = statement.body if sign == POSITIVE else statement.orelse if sign == NEGATIVE else None
+        if branch is not None:
+            checked.update(id(call) for call in nodes_of(branch, cst.Call))
+    assigned: dict = {}  # ``args.dist_backend = "nccl"`` (detr, mae): the backend a name carries
+    for assign in nodes_of(module, cst.Assign):
+        for target in assign.targets:
+            assigned.setdefault(dotted_name(target.target), []).append(assign.value)
+    return any(id(call) not in checked and _gpu_only_backend(call, qualname, assigned) for call in starts)
+
+
+def _gpu_only_backend(call: cst.Call, qualname: QualName, assigned: dict) -> bool:
+    """A backend only a GPU has: a literal, ``Backend.NCCL``, or a name every assignment of
+    the file binds to such a literal."""
+    backend = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
+    if backend is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+        backend = call.args[0].value
+    if backend is None:
+        return False
+    values = assigned.get(dotted_name(backend), ()) if isinstance(backend, (cst.Name, cst.Attribute)) else ()
+    return any(_gpu_only_value(value, qualname) for value in [backend, *values]) and all(
+        _gpu_only_value(value, qualname) for value in values
+    )
+
+
+def _gpu_only_value(value: cst.BaseExpression, qualname: QualName) -> bool:
+    if isinstance(value, cst.SimpleString):
+        return string_value(value) in COLLECTIVES
+    return qualname(value) == "torch.distributed.Backend.NCCL"
+
+
+def refuses_without_gpu(function: cst.FunctionDef, classify: Callable[[cst.BaseExpression], int]) -> bool:
+    """Whether ``function`` stops at once without CUDA (``assert torch.cuda.is_available(),
+    "Distributed mode requires CUDA."``, tacotron2's ``init_distributed``): in distributed
+    set-up, the code's own word that its distributed mode is for GPUs."""
+    for statement in getattr(function.body, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            if any(
+                isinstance(small, cst.Assert) and classify(small.test) == POSITIVE and mentions_availability(small.test)
+                for small in statement.body
+            ):
+                return True
+        elif isinstance(statement, cst.If) and statement.orelse is None and refuses(statement.body):
+            if classify(statement.test) == NEGATIVE and mentions_availability(statement.test):
+                return True
+    return False

@@ -68,11 +68,19 @@ def _compare_device_string(value: Optional[str]) -> int:
 FlagDefault = Callable[["cst.BaseExpression"], Optional[bool]]
 
 
-def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optional[FlagDefault] = None) -> int:
+#: Whether a name or attribute holds the result of an availability check (``ok = x and
+#: torch.cuda.is_available()``; ``self.pin_memory = ... and torch.cuda.is_available()``).
+HoldsAvailability = Callable[["cst.BaseExpression"], bool]
+
+
+def classify(
+    test: cst.BaseExpression, qualname: QualName, flag_default: Optional[FlagDefault] = None,
+    holds_availability: Optional[HoldsAvailability] = None,
+) -> int:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return -classify(test.expression, qualname, flag_default)
+        return -classify(test.expression, qualname, flag_default, holds_availability)
     if isinstance(test, cst.BooleanOperation):
-        left, right = classify(test.left, qualname, flag_default), classify(test.right, qualname, flag_default)
+        left, right = (classify(side, qualname, flag_default, holds_availability) for side in (test.left, test.right))
         if isinstance(test.operator, cst.And):
             # "a and b" true implies both: any conjunct that proves CUDA is enough.
             return POSITIVE if POSITIVE in (left, right) else (NEGATIVE if left == right == NEGATIVE else NEUTRAL)
@@ -103,6 +111,8 @@ def classify(test: cst.BaseExpression, qualname: QualName, flag_default: Optiona
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = last_name(test)
         if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
+            return POSITIVE
+        if holds_availability is not None and holds_availability(test):
             return POSITIVE
         return _unless_on_by_default(test, flag_name_sign(name) if name else NEUTRAL, flag_default)
     return NEUTRAL
@@ -259,12 +269,12 @@ def gpu_gated_program(module: cst.Module, qualname: QualName) -> bool:
         if isinstance(statement, cst.FunctionDef) and _returns_availability(statement, qualname)
     }
     for statement in module.body:
-        if isinstance(statement, cst.If) and _is_main_check(statement.test) and isinstance(statement.body, cst.IndentedBlock):
+        if isinstance(statement, cst.If) and is_main_check(statement.test) and isinstance(statement.body, cst.IndentedBlock):
             return _gates(statement.body.body, checks, qualname)
     return False
 
 
-def _is_main_check(test: cst.BaseExpression) -> bool:
+def is_main_check(test: cst.BaseExpression) -> bool:
     return (
         isinstance(test, cst.Comparison)
         and isinstance(test.left, cst.Name)

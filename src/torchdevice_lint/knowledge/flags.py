@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, string_value
-from .project_facts import ProjectFacts
+from .project_facts import ProjectFacts, compare
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
 
@@ -78,6 +78,8 @@ class FlagDefaults:
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
+        #: (cst.Name or cst.Attribute, name) -> whether it holds a check; one walk, read lazily.
+        self._availability_holders: Optional[Dict[Tuple[type, str], bool]] = None
 
     def default(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         """The flag's default (a condition on it: its value then), or None when unknown or
@@ -98,7 +100,29 @@ class FlagDefaults:
             test = self.project.predicates.get(last_name(flag.func) or "")
             return self.project.holds(test) if test is not None else None
         test = option_test(flag) if isinstance(flag, (cst.Comparison, cst.Call)) else None
-        return self.project.holds(test) if test is not None else None
+        if test is None:
+            return None
+        option, measured, operator, operand = test
+        own = None if measured else self._attribute_defaults().get(option)
+        if own is not None:  # a boolean option of this file: ``args.cuda > 0`` on a store_true one
+            return own if operator is None else compare(operator, int(own), operand)
+        return self.project.holds(test)
+
+    def holds_availability(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> bool:
+        """Whether every binding of ``flag`` in the module is an availability check or a
+        conjunction with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``):
+        then ``if flag:`` holds only where CUDA is there. A parameter is never one."""
+        if isinstance(flag, cst.Attribute):
+            key = (cst.Attribute, flag.attr.value)
+        elif isinstance(flag, cst.Name):
+            if function is not None and flag.value in _parameter_names(function):
+                return False
+            key = (cst.Name, flag.value)
+        else:
+            return False
+        if self._availability_holders is None:
+            self._availability_holders = _availability_holders(self.module)
+        return self._availability_holders.get(key, False)
 
     def _parameter_default(self, name: str, function: Optional[cst.FunctionDef]) -> Optional[bool]:
         if function is None:
@@ -142,6 +166,53 @@ class FlagDefaults:
                 found[name] = None
             self._attributes = found
         return self._attributes
+
+
+def _parameter_names(function: cst.FunctionDef) -> set:
+    params = function.params
+    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {param.name.value for param in named + starred}
+
+
+def _implies_availability(value: cst.BaseExpression) -> bool:
+    """``torch.cuda.is_available()``, ``torch.cuda.device_count()``, or ``x and <one of them>``."""
+    if isinstance(value, cst.Call):
+        return last_name(value.func) in AVAILABILITY_WORDS
+    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And):
+        return _implies_availability(value.left) or _implies_availability(value.right)
+    return False
+
+
+def _availability_holders(module: cst.Module) -> Dict[Tuple[type, str], bool]:
+    """For each name and attribute name the module binds: whether every binding is one ``=`` of
+    a value implying availability (any other binding form, a tuple target or ``with ... as``,
+    makes it unknown). One walk of the module."""
+    from ..syntax.cst_walk import nodes_of
+
+    verdicts: Dict[Tuple[type, str], bool] = {}
+
+    def bound(target: cst.BaseExpression, holds: bool) -> None:
+        if isinstance(target, cst.Attribute):
+            key = (cst.Attribute, target.attr.value)
+        elif isinstance(target, cst.Name):
+            key = (cst.Name, target.value)
+        else:
+            return
+        verdicts[key] = verdicts.get(key, True) and holds
+
+    for node in nodes_of(module, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Element):
+        if type(node) is cst.Assign:
+            holds = len(node.targets) == 1 and _implies_availability(node.value)
+            for target in node.targets:
+                bound(target.target, holds)
+        elif type(node) is cst.AsName:
+            bound(node.name, False)
+        elif type(node) is cst.Element:
+            bound(node.value, False)  # a tuple or list target (or a display holding it: conservative)
+        else:
+            bound(node.target, False)
+    return verdicts
 
 
 def _assignments(root: cst.CSTNode, target_type: type) -> list:

@@ -49,8 +49,13 @@ FIRST_RELEASE: Dict[str, Release] = {
     **{f"torch.{dtype}": (0, 4) for dtype in _DTYPES},
     "torch.bool": (1, 2),
     "torch.bfloat16": (1, 3),
-    # device-generic autocast: ``torch.autocast(device_type, ...)`` in 1.10, the ``torch.amp``
-    # module (``torch.amp.autocast``) in 1.12
+    # device-generic autocast: ``torch.autocast(device_type, ...)`` in 1.10 ("torch.autocast and
+    # torch.cpu.amp.autocast are new in version 1.10", https://pytorch.org/docs/2.1/amp.html); the
+    # ``torch.amp`` package (``torch.amp.autocast``) in 1.12: through 1.11 the class lived in
+    # ``torch/autocast_mode.py`` (torch.cpu.amp's autocast subclassed ``torch.autocast_mode.autocast``,
+    # https://android.googlesource.com/platform/external/pytorch/+/2506baf9c2/torch/cpu/amp/autocast_mode.py),
+    # and "the torch.amp namespace was added in PyTorch 1.12.0"
+    # (https://discuss.pytorch.org/t/module-torch-has-no-attribute-amp/172026)
     "torch.autocast": (1, 10),
     "torch.amp.autocast": (1, 12),
     "torch.backends.mps.is_available": (1, 12),

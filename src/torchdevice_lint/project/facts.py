@@ -3,8 +3,8 @@
 A line is judged with what the whole project says: ``if self.use_gpu:`` is no availability check
 when ``--gpu_ids`` defaults to ``"0"`` in ``options/base_options.py`` and ``use_gpu`` only reads
 it. Each module contributes the command-line options it defines with their defaults, the
-attributes and one-line predicates that copy or test an option, and the files it saves from
-``.cpu()`` values. The facts are plain data, cached by the module's content hash.
+attributes and one-line predicates that copy or test an option, the files it saves from
+``.cpu()`` values, and what it builds or calls of extension kernels (``kernels.py``). The facts are plain data, cached by the module's content hash.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..syntax.ast_nodes import last_name, literal_string
+from .calls import CallFacts, origins, read_node
+from .kernels import KernelReader
+from .shipped import checkpoint_literals
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -34,18 +37,46 @@ class ModuleFacts:
     predicates: Dict[str, list] = field(default_factory=dict)
     #: The names of the files it saves ``.cpu()`` values to (``torch.save(x.cpu(), "feat.pth")``).
     cpu_saved_files: List[str] = field(default_factory=list)
+    #: What it says of extension kernels (``kernels.KernelReader.facts``): builds, imports, the
+    #: scopes that call into an imported module, whether it tests for the CPU.
+    kernels: dict = field(default_factory=dict)
+    #: Who it calls with which device arguments, and what it defines with a CUDA device default.
+    calls: CallFacts = field(default_factory=CallFacts)
+    #: Checkpoint file names written as literals in a module that loads (``'../data/pnet.pt'``).
+    checkpoint_files: List[str] = field(default_factory=list)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_CONDITIONS = (ast.If, ast.IfExp)
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
-    """The facts of one module's tree."""
+    """The facts of one module's tree, in one walk (each top-level piece with its scope, for
+    the kernels' facts)."""
     facts = ModuleFacts()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            _read_call(node, facts)
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
-            _read_copy(node.targets[0], node.value, facts)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            _read_predicate(node, facts)
+    kernels = KernelReader(tree)
+    known = origins(tree)
+    for statement in tree.body:
+        if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
+            read_node(statement, facts.calls, known)  # kernels.roots() walks its pieces, not the class node
+    for root, scope in kernels.roots():
+        for node in ast.walk(root):
+            kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
+            if kind is ast.Call:
+                _read_call(node, facts)
+                kernels.read_call(node, scope)
+            elif kind is ast.Assign:
+                if len(node.targets) == 1:
+                    _read_copy(node.targets[0], node.value, facts)
+            elif kind in _FUNCTIONS:
+                _read_predicate(node, facts)
+            elif kind in _CONDITIONS:
+                kernels.read_test(node.test)
+            read_node(node, facts.calls, known)
+            checkpoint_literals(node, facts.checkpoint_files)
+    facts.kernels = kernels.facts()
+    if not any(name.partition("@")[0] == "load" for name in facts.calls.calls):
+        facts.checkpoint_files.clear()
     return facts
 
 

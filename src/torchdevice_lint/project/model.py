@@ -10,6 +10,7 @@ disk is known (a buffer on stdin), the model is empty and each file is judged al
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -17,13 +18,16 @@ import re
 import stat
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, Optional
+from typing import Dict, Iterator, Mapping, Optional
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
+from .calls import default_calls
 from .facts import ModuleFacts, module_facts
+from .kernels import CudaOnlyCode
 from .roots import is_project_root
+from .shipped import shipped_files
 
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
@@ -85,20 +89,25 @@ class Project:
     @property
     def facts(self) -> ProjectFacts:
         if self._facts is None:
-            self._facts = combined_facts(self.modules.values())
+            named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
+            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            self._facts = dataclasses.replace(
+                combined_facts(self.modules),
+                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+            )
         return self._facts
 
 
-def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
+def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
-    every copy and predicate of an option, and every file saved from ``.cpu()`` values, from all
-    the modules."""
+    every copy and predicate of an option, every file saved from ``.cpu()`` values, and the code
+    that only drives a CUDA-only kernel, from all the modules (by path)."""
     options: Dict[str, object] = {}
     unknown = set()
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
-    for facts in modules:
+    for facts in modules.values():
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -110,7 +119,8 @@ def combined_facts(modules: Iterable[ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    return ProjectFacts(known, copies, predicates, frozenset(saved))
+    cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
+    return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds)
 
 
 def python_files(root: Path) -> Iterator[Path]:

@@ -4,15 +4,17 @@ rewrites the whole idiom. The deprecated device-bound spellings (TDV302) are in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
 from ..knowledge.backends import availability_expression, missing_text
 from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
-from ..knowledge.value_checks import assigned_values, name_uses
+from ..knowledge.event_timing import (
+    ACCELERATOR_SINCE, EVENT_CLASSES, TimingIdiom, event_class, kept_in_container, reads, timing_idiom,
+)
+from ..knowledge.value_checks import assigned_values
 from ..syntax.cst_nodes import dotted_name, source_of
 from .common import display_only, guard_statement_fix
 from .device_queries import parenthesized
@@ -87,6 +89,7 @@ RAISING_CALLS = Resolved(
 class UnguardedCudaApi(Rule):
     code = "TDV301"
     name = "unguarded-cuda-api"
+    hazard_without_cuda = True
     message = "`torch.{0}.{1}()` raises {2}; guard it with `{3}`"
     fix_title = "Call it only if the backend is available"
     fix_safety = Applicability.SAFE
@@ -111,10 +114,9 @@ class UnguardedCudaApi(Rule):
         "accelerator device when none is available.`)."
     )
     fix_safety_note = (
-        "A call that is a statement of its own is wrapped in `if torch.cuda.is_available():` (or "
-        "`torch.backends.mps.is_available()`, `torch.xpu.is_available()`, "
-        "`torch.accelerator.is_available()`), which keeps machines with the backend unchanged. A call whose value is used (an assignment, an argument, "
-        "a `with` item) gets a suggestion only."
+        "A call that is a statement of its own is wrapped in `if torch.cuda.is_available():` (or `torch.backends.mps.is_available()`, "
+        "`torch.xpu.is_available()`, `torch.accelerator.is_available()`), which keeps machines with the backend unchanged. "
+        "A call whose value is used (an assignment, an argument, a `with` item) gets a suggestion only."
     )
     triggers = Unguarded(RAISING_CALLS.matching_calls)
     valid = (
@@ -220,38 +222,19 @@ class UnguardedCudaApi(Rule):
         self.report(node, self.message.format(backend, leaf, missing_text(backend), check), fix)
 
 
-#: Event classes and the device whose synchronisation the host timing needs. ``torch.Event``
-#: follows the current accelerator, and the CPU backend refuses its ``record()``.
-EVENT_CLASSES = {"torch.cuda.Event": "cuda", "torch.Event": "accelerator"}
-#: ``torch.accelerator.synchronize`` came in 2.6.
-ACCELERATOR_SINCE = (2, 6)
-
-
-@dataclass
-class _TimingIdiom:
-    """The events of one measurement and every statement of theirs the host timing rewrites."""
-
-    backend: str
-    names: Set[str]
-    creations: List[cst.Call] = field(default_factory=list)
-    records: List[cst.SimpleStatementLine] = field(default_factory=list)
-    waits: List[cst.SimpleStatementLine] = field(default_factory=list)
-    readings: List[cst.Call] = field(default_factory=list)
-    #: Operator expressions around each reading (``x / start.elapsed_time(end)``): parenthesize.
-    inside_operators: Set[int] = field(default_factory=set)
-    rewritable: bool = True
-
-
 class CudaEventTiming(Rule):
     code = "TDV306"
     name = "cuda-event-timing"
+    hazard_without_cuda = True
     message = "`{}` times with {} events, which raise on a machine without {}: time on the host"
     fix_title = "Time on the host: `time.perf_counter()` after synchronizing the device"
     fix_safety = Applicability.UNSAFE
     what = (
         "Checks for timing with device events: `start.elapsed_time(end)` where both are "
         "`torch.cuda.Event(...)` (or `torch.Event(...)`) that the code records, outside an "
-        "availability check. One finding per measurement; TDV301 reports the event's creation too."
+        "availability check, and such events kept in a list or a dict (`self.starts[key].append(event)`) "
+        "and read where the class or module keeps them. One finding per measurement; TDV301 reports "
+        "the event's creation too."
     )
     why = (
         "`torch.cuda.Event` cannot even be created without CUDA, and `torch.Event` does not help: "
@@ -272,6 +255,17 @@ class CudaEventTiming(Rule):
     )
     triggers = Resolved(list(EVENT_CLASSES), calls=True) & Triggers(calls="elapsed_time")
     valid = (
+        # events kept in lists only where CUDA is: the loop over them finds none on a CPU
+        Valid(
+            "import torch\n\nclass Timer:\n    def start(self):\n        if torch.cuda.is_available():\n"
+            "            event = torch.cuda.Event(enable_timing=True)\n            event.record()\n            self.events.append(event)\n\n"
+            "    def total(self):\n        return sum(a.elapsed_time(b) for a, b in zip(self.events, self.events[1:]))\n"
+        ),
+        # a class that keeps no events: another timer's method of the same name
+        Valid(
+            "import torch\n\nclass Steps:\n    def __init__(self):\n        self.event = torch.cuda.Event(enable_timing=True)\n"
+            "        self.timers = []\n\n    def total(self):\n        return sum(t.elapsed_time(t.origin) for t in self.timers)\n"
+        ),
         Valid(
             "import torch\nif torch.cuda.is_available():\n    start = torch.cuda.Event(enable_timing=True)\n"
             "    end = torch.cuda.Event(enable_timing=True)\n    start.record()\n    end.record()\n"
@@ -343,6 +337,27 @@ class CudaEventTiming(Rule):
             ),
             config={"target-torch-version": "2.6"},
         ),
+        # facebookresearch/fairseq@3d262bb examples/textless_nlp/gslm/unit2speech/tacotron2/utils.py:92-133
+        # (CudaTimer): events appended to lists and read in a loop; no name follows them, so no rewrite
+        Invalid(
+            "import collections\nimport torch\n\nclass CudaTimer:\n    def start(self, key):\n"
+            "        s = torch.cuda.Event(enable_timing=True)\n        s.record()\n        self.start_events[key].append(s)\n\n"
+            "    def stop(self, key):\n        e = torch.cuda.Event(enable_timing=True)\n        e.record()\n"
+            "        self.end_events[key].append(e)\n\n    def reset(self):\n"
+            "        self.start_events = collections.defaultdict(list)\n        self.end_events = collections.defaultdict(list)\n\n"
+            "    def value(self, k):\n        time = 0\n        for start, end in zip(self.start_events[k], self.end_events[k]):\n"
+            "            time += start.elapsed_time(end)\n        return time\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        # the benchmark idiom (common in public kernels' bench scripts; no project here pinned):
+        # events made by a comprehension, read pairwise
+        Invalid(
+            "import torch\nevents = [torch.cuda.Event(enable_timing=True) for _ in range(3)]\nfor event in events:\n"
+            "    event.record()\nprint([a.elapsed_time(b) for a, b in zip(events, events[1:])])\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
         # events kept in a list: no rewrite (an attribute or keyword named like one is no use of it)
         Invalid(
             "import torch\nstart = torch.cuda.Event(enable_timing=True)\nend = torch.cuda.Event(enable_timing=True)\n"
@@ -355,22 +370,47 @@ class CudaEventTiming(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._reported: Set[tuple] = set()
+        #: id(class or module) -> the backend of events its code keeps in containers.
+        self._kept: Dict[int, str] = {}
+        #: Readings no named event explains, with the class or module around each.
+        self._unnamed: List[Tuple[cst.Call, int]] = []
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not _reads(node) or node.args[0].star or self.ctx.guarded:
+        if self.ctx.guarded:
+            return
+        created = event_class(self.ctx, node)
+        if created is not None:
+            if kept_in_container(self.ctx.stack, self.ctx.enclosing_function() or self.ctx.module):
+                self._kept.setdefault(id(self._holder()), EVENT_CLASSES[created])
+            return
+        if not reads(node) or node.args[0].star:
             return
         start, end = dotted_name(node.func.value), dotted_name(node.args[0].value)
         scope = self._scope(start) if start and end else None
         if scope is None or self._scope(end) is not scope:
+            self._unnamed.append((node, id(self._holder())))
             return
-        idiom = _timing_idiom(self.ctx, scope, start, end)
+        idiom = timing_idiom(self.ctx, scope, start, end)
         key = (id(scope), frozenset(idiom.names)) if idiom is not None else None
         if key is None or key in self._reported:
             return
         self._reported.add(key)
-        kind, machine = ("CUDA", "CUDA") if idiom.backend == "cuda" else ("`torch.Event`", "an accelerator")
-        message = self.message.format(source_of(node), kind, machine)
-        self.report(node, message, self._fix(idiom) or display_only(self, self.fix_title))
+        self.report(node, self._message(node, idiom.backend), self._fix(idiom) or display_only(self, self.fix_title))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        """Readings of events taken out of a list or a dict (fairseq's ``CudaTimer``), where
+        the class or module around them keeps events in one: reported, never rewritten (no
+        name follows the events through the container)."""
+        for reading, holder in self._unnamed:
+            if holder in self._kept:
+                self.report(reading, self._message(reading, self._kept[holder]), display_only(self, self.fix_title))
+
+    def _message(self, reading: cst.Call, backend: str) -> str:
+        kind, machine = ("CUDA", "CUDA") if backend == "cuda" else ("`torch.Event`", "an accelerator")
+        return self.message.format(source_of(reading), kind, machine)
+
+    def _holder(self) -> cst.CSTNode:
+        return self.ctx.enclosing_class() or self.ctx.module
 
     def _scope(self, name: str) -> Optional[cst.CSTNode]:
         """Where the event ``name`` is created: the class for ``self.`` names, else the
@@ -379,11 +419,11 @@ class CudaEventTiming(Rule):
             return self.ctx.enclosing_class()
         functions = [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
         for scope in [*reversed(functions), self.ctx.module]:
-            if any(_event_class(self.ctx, value) for value in assigned_values(scope).get(name, ())):
+            if any(event_class(self.ctx, value) for value in assigned_values(scope).get(name, ())):
                 return scope
         return None
 
-    def _fix(self, idiom: _TimingIdiom):
+    def _fix(self, idiom: TimingIdiom):
         ctx = self.ctx
         functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
         clock_taken = ctx.aliases.get("time", "time") != "time" or any("time" in ctx.bound_names(f) for f in functions)
@@ -413,88 +453,6 @@ class CudaEventTiming(Rule):
         replacements.update({wait: synchronized for wait in idiom.waits})
         replacements.update({reading: interval(id(reading) in idiom.inside_operators) for reading in idiom.readings})
         return self.make_fix(replacements, imports=[*ctx.torch_imports(), ImportSpec("time")])
-
-
-def _timing_idiom(ctx, scope: cst.CSTNode, start: str, end: str) -> Optional[_TimingIdiom]:
-    """The measurement ``start.elapsed_time(end)`` belongs to in ``scope`` (with the events other
-    readings chain to it), if both are events every assignment creates (or sets to None)."""
-    events: Dict[str, str] = {}
-    for name, values in assigned_values(scope, nested=True).items():
-        kinds = {_event_class(ctx, value) for value in values if not _is_none(value)}
-        if len(kinds) == 1 and None not in kinds:
-            events[name] = kinds.pop()
-    if start not in events or end not in events or events[start] != events[end]:
-        return None
-    idiom = _TimingIdiom(EVENT_CLASSES[events[start]], {start, end})
-    uses = name_uses(scope, set(events))
-    for use in uses:  # a measurement may chain several events: ``a.elapsed_time(b)``, ``b...(c)``
-        parents = use.parents
-        if len(parents) > 2 and isinstance(parents[0], cst.Attribute) and _reads(parents[1]):
-            pair = {use.name, dotted_name(parents[1].args[0].value)}
-            if idiom.names.intersection(pair) and pair <= set(events) and len({events[n] for n in pair}) == 1:
-                idiom.names.update(pair)
-    clocks: Dict[str, Set[int]] = {}
-    for use in uses:
-        if use.name in idiom.names:
-            _classify(ctx, idiom, use.node, use.parents)
-            if "." not in use.name and not isinstance(use.parents[0], cst.AssignTarget):
-                clocks.setdefault(use.name, set()).add(id(use.function))
-    # a bare name assigned in a nested function is that function's local: every read must be there
-    if any(len(functions) > 1 for functions in clocks.values()):
-        idiom.rewritable = False
-    return idiom
-
-
-def _classify(ctx, idiom: _TimingIdiom, node: cst.CSTNode, parents: tuple) -> None:
-    """Files one use of an event (``parents``: its ancestors, innermost first) with the idiom;
-    any use the host timing cannot take makes the idiom unrewritable."""
-    parent, grandparent, above = (parents + (None, None, None))[:3]
-    if isinstance(parent, cst.AssignTarget) and (_event_class(ctx, grandparent.value) or _is_none(grandparent.value)):
-        if not _is_none(grandparent.value):
-            idiom.creations.append(grandparent.value)
-        return
-    if isinstance(parent, cst.Comparison) and all(_is_none(target.comparator) for target in parent.comparisons):
-        return
-    if isinstance(parent, cst.Arg) and _reads(grandparent):
-        return  # the end event of a reading, rewritten with it
-    method = parent.attr.value if isinstance(parent, cst.Attribute) and parent.value is node else None
-    statement = _statement_of_call(parents)
-    if method == "elapsed_time" and _reads(grandparent):
-        idiom.readings.append(grandparent)
-        left_operand = isinstance(above, cst.BinaryOperation) and above.left is grandparent and not isinstance(above.operator, cst.Power)
-        if isinstance(above, (cst.BinaryOperation, cst.UnaryOperation, cst.Attribute, cst.Subscript)) and not left_operand:
-            idiom.inside_operators.add(id(grandparent))
-    elif method == "record" and statement is not None:
-        idiom.records.append(statement)
-    elif method in ("synchronize", "wait") and statement is not None and not grandparent.args:
-        idiom.waits.append(statement)
-    else:
-        idiom.rewritable = False
-
-
-def _event_class(ctx, value) -> Optional[str]:
-    name = ctx.qualname(value.func) if isinstance(value, cst.Call) else None
-    return name if name in EVENT_CLASSES else None
-
-
-def _reads(call) -> bool:
-    """``a.elapsed_time(b)``."""
-    method = call.func.attr.value if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) else None
-    return method == "elapsed_time" and len(call.args) == 1 and call.args[0].keyword is None
-
-
-def _is_none(node) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _statement_of_call(parents: tuple) -> Optional[cst.SimpleStatementLine]:
-    """The line ``event.method(...)`` stands alone on (``parents``: from the attribute up)."""
-    if len(parents) < 4:
-        return None
-    _, call, expression, line = parents[:4]
-    if isinstance(expression, cst.Expr) and expression.value is call and isinstance(line, cst.SimpleStatementLine):
-        return line if len(line.body) == 1 else None
-    return None
 
 
 RULES = (UnguardedCudaApi, CudaEventTiming)

@@ -11,7 +11,7 @@ from ..knowledge.backends import availability_expression
 from ..knowledge.torch_releases import has, lacking, no_fix_note, torch_names
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, string_value
+from ..syntax.cst_nodes import last_name, source_of, string_value
 
 if TYPE_CHECKING:
     from ..engine.context import FileContext
@@ -272,3 +272,30 @@ def _parameterless(name: Optional[str], call: cst.Call) -> bool:
     return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
         name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
     )
+
+
+def report_device_literal(rule, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
+    """Report a literal used as a device: where it defines one (``inline``), guard it with the
+    rule's availability check and fallback; where it is used in place, put the device chosen at
+    run time in place of ``replaced``."""
+    text = source_of(literal)
+    message = rule.message_for(literal, text)
+    check = rule.availability_for(literal)
+    if inline and check is None:
+        fix = display_only(rule, rule.fix_title)
+    elif inline:
+        quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
+        parenthesized = isinstance(rule.ctx.parent(), cst.IfExp)  # an arm of another conditional
+
+        def guarded(_: cst.CSTNode) -> cst.BaseExpression:
+            # the fallback is read when the fix is applied: the file's convention is known then
+            expression = cst.parse_expression(f"{text} if {check} else {rule.fallback_for(quote)}")
+            return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if parenthesized else expression
+
+        fix = rule.make_fix({replaced: guarded}, imports=rule.ctx.torch_imports())
+    else:
+        choice = rule.ctx.device_expression()
+        fix = rule.make_fix(
+            {replaced: lambda _: choice.expression()}, needs_device_binding=choice.needs_binding, imports=choice.imports()
+        )
+    rule.report(literal, message, fix)

@@ -186,13 +186,14 @@ class MixedDeviceOperation(Rule):
         Valid(
             "import torch\nfrom torch import nn\nmodel = nn.Linear(3, 3)\nprepare(model)\nout = model(torch.ones(3).cuda())\n"
         ),
-        # meetshah1995/pytorch-semseg@801fb20 train.py:75-77,127: a wrapper runs the module where it is
+        # meetshah1995/pytorch-semseg@801fb20 train.py:75-77,127 and pytorch/examples@77f55b9
+        # distributed/ddp/example.py:39-45: a wrapper runs the module where it is, moving inputs there
         Valid(
             "import torch\n"
             'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
             "model = torch.nn.Linear(3, 2).to(device)\n"
             "model = torch.nn.DataParallel(model, device_ids=range(torch.cuda.device_count()))\n"
-            "images = torch.randn(4, 3).to(device)\noutputs = model(images)\n"
+            "images = torch.randn(4, 3).to(device)\noutputs = model(images)\nmore = model(torch.randn(4, 3))\n"
         ),
     )
     invalid = (

@@ -1,7 +1,8 @@
 """Devices named by constants that only hold with CUDA: a CUDA default device
 (``torch.set_default_device("cuda")``), a program that refuses to run without CUDA
-(``assert torch.cuda.is_available()``) and placement by integer index (``.to(0)``,
-``.to(local_rank)``, ``torch.device(0)``, ``device=0``).
+(``assert torch.cuda.is_available()``), a project whose extension kernel only builds for CUDA
+(``CUDAExtension``; the project model finds the code that drives it) and placement by integer
+index (``.to(0)``, ``.to(local_rank)``, ``torch.device(0)``, ``device=0``).
 
 An integer device means "accelerator number N". On a CPU-only build of torch 2.13 each of these
 raises ``RuntimeError: Cannot access accelerator device when none is available.`` (constructing
@@ -11,16 +12,16 @@ without a GPU, and ``DistributedDataParallel`` only runs inside a process group.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
-from ..first_stage.triggers import Arguments, Triggers
-from ..knowledge.cst_guards import NEGATIVE, POSITIVE, refuses
+from ..first_stage.triggers import Arguments, Resolved, Triggers
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, is_main_check, names_cuda, refuses
 from ..knowledge.flags import mentions_availability
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, source_of
+from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
     availability_check,
     display_only,
@@ -35,6 +36,7 @@ from .common import (
 class CudaDefaultDevice(Rule):
     code = "TDV103"
     name = "cuda-default-device"
+    hazard_without_cuda = True
     message = "`{}` makes every new tensor a CUDA tensor, so tensor creation raises without CUDA"
     fix_title = "Only set the CUDA default when CUDA is available"
     fix_safety = Applicability.SAFE
@@ -109,6 +111,7 @@ CUDA_AVAILABILITY = ("torch.cuda.is_available", "torch.cuda.device_count", "torc
 class CudaRequired(Rule):
     code = "TDV309"
     name = "cuda-required"
+    hazard_without_cuda = True
     message = "`{}` refuses to run without CUDA, so the program stops on a CPU-only machine or a Mac"
     fix_title = "Remove the refusal and let the program pick its device"
     fix_safety = Applicability.UNSAFE
@@ -135,11 +138,17 @@ class CudaRequired(Rule):
         Valid("import torch\nassert x.is_cuda\n"),
         # another backend's availability is not a refusal to run without CUDA
         Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
+        # facebookresearch/ConvNeXt@048efce optim_factory.py:130-131: an option the user chose needs CUDA
+        Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
     )
     invalid = (
         Invalid(
             "import torch\nassert torch.cuda.is_available(), 'needs a GPU'\nmodel = make()\n",
             fixed="import torch\nmodel = make()\n",
+        ),
+        Invalid(
+            "import torch\nif __name__ == '__main__':\n    assert torch.cuda.is_available()\n    main()\n",
+            fixed="import torch\nif __name__ == '__main__':\n    main()\n",
         ),
         Invalid(
             "import sys\nimport torch\n\ndef main():\n    if not torch.cuda.is_available():\n        sys.exit('no GPU')\n    run()\n",
@@ -157,18 +166,40 @@ class CudaRequired(Rule):
     )
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if not self.ctx.availability_guarded and self._checks_availability(node.test, POSITIVE):
+        if not self.ctx.availability_guarded and not self._conditional() and self._checks_availability(node.test, POSITIVE):
             statement = self.ctx.parent(1)
             self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
 
     def visit_If(self, node: cst.If) -> None:
-        if self.ctx.availability_guarded:
+        if self.ctx.availability_guarded or self._conditional():
             return
         shown = f"if {source_of(node.test)}: ..."
         if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
             self.report(node, self.message.format(shown), self._removal(node, 0))
         elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
             self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
+
+    def _conditional(self) -> bool:
+        """Inside a branch of its function that a condition other than CUDA's availability
+        decides (``if 'fused' in opt: assert ...``): a feature the user chose needs CUDA, which is
+        the right message; the program itself still runs without it."""
+        from ..syntax.cst_walk import nodes_of
+
+        stack = self.ctx.stack
+        for index in range(len(stack) - 2, -1, -1):
+            ancestor = stack[index]
+            if isinstance(ancestor, (cst.FunctionDef, cst.Module)):
+                return False
+            if not isinstance(ancestor, cst.If) or stack[index + 1] is not ancestor.body:
+                continue  # the ``else`` of an unrelated test is the usual path
+            test = ancestor.test
+            about_devices = mentions_availability(test) or is_main_check(test) or any(
+                names_cuda(last_name(name) or "") or flag_name_sign(last_name(name) or "") != NEUTRAL
+                for name in nodes_of(test, cst.Name, cst.Attribute)
+            )
+            if not about_devices:
+                return True
+        return False
 
     def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
         from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
@@ -194,6 +225,127 @@ class CudaRequired(Rule):
         return self.make_fix({statement: remove})
 
 
+CUDA_BUILDS = tuple(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "load", "load_inline"))
+KERNEL_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(\n    name='fused',\n    ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])],\n"
+    "    cmdclass={'build_ext': BuildExtension},\n)\n"
+)
+KERNEL_FUNCTION = (
+    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return fused_ops.forward(x)\n"
+)
+KERNEL_TEST = (
+    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8).cuda()\n"
+    "    torch.testing.assert_close(FusedAct.apply(x), torch.relu(x))\n    torch.cuda.synchronize()\n"
+)
+#: The same kernel behind a wrapper that runs native code on the CPU.
+KERNEL_WITH_FALLBACK = (
+    "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load('fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
+    "def fused_act(x):\n    if x.device.type == 'cpu':\n        return torch.relu(x)\n    return fused.forward(x)\n"
+)
+
+#: Code that calls it (``{}``: where a device binding goes, then what moves ``x``).
+KERNEL_CALLER = "import torch\nfrom fused_act import fused_act\n\n{}x = torch.randn(4){}\ny = fused_act(x)\n"
+#: A model that may run without the CUDA-only kernel (``fused=False``), in the same fashion.
+LAYER_USER = (
+    "import torch\nfrom fused import FusedAct\n\n{}\nclass Net(torch.nn.Module):\n    def forward(self, x, fused=False):\n"
+    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = Net(){}\n"
+)
+
+#: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).
+KERNEL_TEST_SCRIPT = Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP})
+
+
+def kernel_callers(device: str) -> Tuple[Invalid, ...]:
+    """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
+    fallback, and a model that may run without a CUDA-only kernel; ``device`` is the binding the
+    fix writes."""
+    return (
+        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
+        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+    )
+
+
+class CudaOnlyExtension(Rule):
+    code = "TDV310"
+    name = "cuda-only-extension"
+    message = "`{}` is a CUDA-only extension kernel (no CPU build, no CPU fallback): {} lines in {} that drive it run only on CUDA"
+    what = (
+        "Checks for an extension kernel built from CUDA sources only (`CUDAExtension(...)`, "
+        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, `load_inline(cuda_sources=...)`) "
+        "that the project drives from code that cannot run without it: modules that import it "
+        "unconditionally, functions, methods and autograd Functions that call into it, and the tests "
+        "of those modules. One finding per kernel, at its build, in place of the device findings in "
+        "that code (`.cuda()`, `\"cuda\"`, `torch.cuda` calls, ...): the kernel takes CUDA tensors only, "
+        "so they cannot be made portable one by one. A kernel with a CPU build beside it, or whose "
+        "callers run native code on the CPU (`if x.device.type == 'cpu':`), is not reported, and "
+        "its callers are judged as usual. A file judged alone (on stdin) has no project: not reported."
+    )
+    why = (
+        "A project that needs CUDA to run at all deserves one clear finding, not forty: the `.cuda()` "
+        "lines in front of such a kernel are what it needs, and the only portable change is a CPU "
+        "build of the kernel or a native fallback where the tensor is on the CPU."
+    )
+    fix_safety_note = "There is no fix: a CPU implementation of the kernel is the project's to write."
+    triggers = Resolved(CUDA_BUILDS, calls=True)
+    valid = (
+        # the wrapper falls back to native code on the CPU: the kernel is not CUDA-only
+        Valid(KERNEL_WITH_FALLBACK, files={"test_fused.py": "from example import fused_act\n\n\ndef test_cpu():\n    fused_act(torch.randn(4))\n"}),
+        # a CPU build of the extension beside the CUDA one
+        Valid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension, CUDAExtension\n\n"
+            "setup(ext_modules=[CppExtension('fused_ops', ['fused.cpp']), CUDAExtension('fused_ops_cuda', ['fused_kernel.cu'])])\n",
+            files={"fused.py": KERNEL_FUNCTION},
+        ),
+        # a project without kernels: nothing to report
+        Valid(
+            "from setuptools import setup\nfrom torch.utils.cpp_extension import CppExtension\n\n"
+            "setup(ext_modules=[CppExtension('fused_ops', ['fused.cpp'])])\n",
+            files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST},
+        ),
+        # nothing in the project calls the kernel
+        Valid(KERNEL_SETUP, files={"train.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"}),
+        # the setup script judged alone: no project to read
+        Valid(KERNEL_SETUP),
+    )
+    invalid = (
+        # the kernel, its autograd Function and its test: one finding, none in the test
+        Invalid(KERNEL_SETUP, files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST}, offers_fix=False),
+        Invalid(
+            "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
+            "def fused_act(x):\n    return fused.forward(x.cuda())\n",
+            files={"train.py": "from example import fused_act\n"},
+            offers_fix=False,
+        ),
+        Invalid(
+            "import torch\nimport torch.utils.cpp_extension as extension\n\nops = extension.load_inline('ops', cpp_sources=CPP, cuda_sources=CUDA)\n\n\n"
+            "def scale(x):\n    return ops.scale(x.to('cuda'))\n",
+            files={"train.py": "from example import scale\n"},
+            offers_fix=False,
+        ),
+        # imported only where it was built: the autograd Function still cannot run without it
+        Invalid(
+            KERNEL_SETUP,
+            files={"corr.py": "import torch\ntry:\n    import fused_ops\nexcept ImportError:\n    fused_ops = None\n\n\n"
+                   "class Corr(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return fused_ops.corr(x.cuda())\n"},
+            offers_fix=False,
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualname(node.func) not in CUDA_BUILDS:
+            return
+        named = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "name"), None)
+        arguments = positional(node)
+        written = named if named is not None else arguments[0].value if arguments else None
+        name = string_value(written) if isinstance(written, cst.SimpleString) else None
+        depending = self.ctx.project.cuda_kernel(self.ctx.path, name) if name else None
+        if depending is not None:
+            lines, files = depending
+            self.report(node, self.message.format(name, lines, f"{files} file" + ("s" if files > 1 else "")))
+
+
 #: Variables that hold a device index in real code (``args.gpu``, ``self.local_rank``...).
 INDEX_NAMES = frozenset(
     {"rank", "local_rank", "gpu", "gpu_id", "gpu_idx", "gpu_index", "device_id", "device_idx",
@@ -213,6 +365,7 @@ def integer_device(node: cst.BaseExpression) -> bool:
 class HardcodedDeviceIndex(Rule):
     code = "TDV104"
     name = "hardcoded-device-index"
+    hazard_without_cuda = True
     message = "integer device `{}` names an accelerator: it raises on a CPU-only machine"
     fix_title = "Fall back to the CPU when no accelerator is available"
     fix_safety = Applicability.UNSAFE
@@ -314,4 +467,4 @@ class HardcodedDeviceIndex(Rule):
         return None
 
 
-RULES = (CudaDefaultDevice, CudaRequired, HardcodedDeviceIndex)
+RULES = (CudaDefaultDevice, CudaRequired, CudaOnlyExtension, HardcodedDeviceIndex)

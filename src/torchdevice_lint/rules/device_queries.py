@@ -15,7 +15,8 @@ from typing import Dict, FrozenSet, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
-from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from ..knowledge import cst_distributed as distributed_code
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
 from ..knowledge.value_checks import assigned_values, combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
@@ -65,6 +66,7 @@ ORDERINGS = frozenset({"LessThan", "LessThanEqual", "GreaterThan", "GreaterThanE
 class CudaVersionNone(Rule):
     code = "TDV304"
     name = "cuda-version-none"
+    hazard_without_cuda = True
     message = "`{}` is None on torch builds without CUDA (CPU-only, Mac): {} raises there"
     fix_title = 'Read it as `torch.version.cuda or "0.0"`'
     fix_safety = Applicability.SAFE
@@ -231,6 +233,7 @@ COMPARISONS = {
 class DeviceCountDivisor(Rule):
     code = "TDV305"
     name = "device-count-divisor"
+    hazard_without_cuda = True
     message = "`{}` is 0 on a machine without a GPU (CPU-only, Mac), so {} raises ZeroDivisionError there"
     fix_title = "Divide by `max(1, ...)`"
     fix_safety = Applicability.SAFE
@@ -239,7 +242,9 @@ class DeviceCountDivisor(Rule):
         "as a divisor or modulus, directly or through a name every assignment binds to it "
         "(`per_gpu = batch // num_gpus`, `rank % torch.cuda.device_count()`, `x /= args.n_gpu`, "
         "`divmod(n, num_gpus)`), outside a check of the count (`if num_gpus:`, `if n > 0:`, "
-        "`if n == 0: return`, `k // n if n else k`) and the availability checks."
+        "`if n == 0: return`, `k // n if n else k`) and the availability checks. Distributed-only code "
+        "counts where a CPU can start its process group: not after `init_process_group(\"nccl\")` "
+        "(TDV303), nor in a worker spawned once per GPU."
     )
     why = (
         "Without a GPU the count is 0, and the division stops the program with ZeroDivisionError "
@@ -265,6 +270,34 @@ class DeviceCountDivisor(Rule):
         Valid('import torch\nprint("%d GPUs" % torch.cuda.device_count())\n'),
         # the name is reassigned to something that is not a count
         Valid("import torch\nn = torch.cuda.device_count()\nn = max(n, 1)\nper_gpu = batch // n\n"),
+        # facebookresearch/swav@06b1b7c src/utils.py:60-68: after a group only NCCL can start (TDV303
+        # reports it; once its fix gives gloo the fallback, the fixer's next pass reports this)
+        Valid(
+            "import os\nimport torch\nimport torch.distributed as dist\n\ndef init_distributed_mode(args):\n"
+            "    args.rank = int(os.environ['RANK'])\n"
+            "    dist.init_process_group(backend='nccl', init_method=args.dist_url, rank=args.rank)\n"
+            "    args.gpu_to_work_on = args.rank % torch.cuda.device_count()\n"
+        ),
+        # facebookresearch/detr@29901c5 util/misc.py:406-425: the backend a name carries is NCCL's
+        Valid(
+            "import os\nimport torch\n\ndef init_distributed_mode(args):\n    if 'SLURM_PROCID' in os.environ:\n"
+            "        args.rank = int(os.environ['SLURM_PROCID'])\n        args.gpu = args.rank % torch.cuda.device_count()\n"
+            "    args.dist_backend = 'nccl'\n"
+            "    torch.distributed.init_process_group(backend=args.dist_backend, init_method=args.dist_url)\n"
+        ),
+        # NVIDIA/tacotron2@185cd24 train.py:27-37: the set-up refuses to run without CUDA (TDV309)
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\ndef init_distributed(hparams, n_gpus, rank, group_name):\n"
+            "    assert torch.cuda.is_available(), 'Distributed mode requires CUDA.'\n"
+            "    torch.cuda.set_device(rank % torch.cuda.device_count())\n"
+            "    dist.init_process_group(backend=hparams.dist_backend, init_method=hparams.dist_url, world_size=n_gpus, rank=rank)\n"
+        ),
+        # a worker started once per GPU never runs without one
+        Valid(
+            "import torch\nimport torch.distributed as dist\n\ndef worker(rank, args):\n"
+            "    dist.init_process_group(backend=args.backend, rank=rank)\n    shard = args.batch // torch.cuda.device_count()\n\n"
+            "torch.multiprocessing.spawn(worker, (args,), nprocs=torch.cuda.device_count())\n"
+        ),
     )
     invalid = (
         Invalid(
@@ -296,11 +329,37 @@ class DeviceCountDivisor(Rule):
             ),
             count=2,
         ),
+        # facebookresearch/fairseq@3d262bb examples/textless_nlp/pgslm/eval/cont_metrics.py:488-495:
+        # a gloo group starts on a CPU, and there the modulo raises
+        Invalid(
+            "import torch\n\ndef main(rank, world_size, args):\n    if world_size > 1:\n"
+            "        torch.distributed.init_process_group(backend='gloo', init_method='env://', world_size=world_size, rank=rank)\n"
+            "        torch.cuda.set_device(rank % torch.cuda.device_count())\n",
+            fixed=(
+                "import torch\n\ndef main(rank, world_size, args):\n    if world_size > 1:\n"
+                "        torch.distributed.init_process_group(backend='gloo', init_method='env://', world_size=world_size, rank=rank)\n"
+                "        torch.cuda.set_device(rank % max(1, torch.cuda.device_count()))\n"
+            ),
+        ),
+        # facebookresearch/fairseq@3d262bb fairseq/distributed/utils.py:87-91: under torchrun, whose
+        # group takes the user's backend (gloo on a CPU)
+        Invalid(
+            "import os\nimport torch\n\ndef _infer_torch_distributed_launch_init(cfg):\n"
+            "    cfg.distributed_rank = int(os.environ['RANK'])\n    cfg.device_id = cfg.distributed_rank % torch.cuda.device_count()\n\n"
+            "def distributed_init(cfg):\n    torch.distributed.init_process_group(backend=cfg.distributed_backend)\n",
+            fixed=(
+                "import os\nimport torch\n\ndef _infer_torch_distributed_launch_init(cfg):\n"
+                "    cfg.distributed_rank = int(os.environ['RANK'])\n    cfg.device_id = cfg.distributed_rank % max(1, torch.cuda.device_count())\n\n"
+                "def distributed_init(cfg):\n    torch.distributed.init_process_group(backend=cfg.distributed_backend)\n"
+            ),
+        ),
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._aliases: Dict[int, FrozenSet[str]] = {}
+        self._gpu_only_group: Optional[bool] = None
+        self._workers: Optional[FrozenSet[str]] = None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if type(node.operator).__name__ in DIVISIONS and not isinstance(
@@ -347,8 +406,25 @@ class DeviceCountDivisor(Rule):
             return NEGATIVE if holds_at_zero else POSITIVE
         return NEUTRAL
 
+    def _runs_without_gpu(self) -> bool:
+        """Distributed-only code exempts other rules (a run launched for GPUs), but a process
+        group with gloo starts on a CPU, and there the division raises. Not so where no
+        distributed run of the file starts without a GPU: a group whose backend only a GPU has
+        (TDV303 reports it; after its fix the next pass reports this), a worker spawned once per
+        GPU, a set-up function that refuses to run without CUDA (TDV309 reports the refusal)."""
+        ctx = self.ctx
+        if not ctx.distributed_depth:
+            return True
+        if self._gpu_only_group is None:  # once per file
+            self._gpu_only_group = distributed_code.starts_gpu_only_group(ctx.module, ctx.qualname, ctx.classify)
+            self._workers = spawned_per_gpu(ctx.module, ctx.qualname) if "spawn" in ctx.source else frozenset()
+        functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
+        if functions and (functions[0].name.value in self._workers or distributed_code.refuses_without_gpu(functions[-1], ctx.classify)):
+            return False
+        return not self._gpu_only_group
+
     def _check(self, divisor: cst.BaseExpression, how: str) -> None:
-        if not self._counts(divisor) or self.ctx.guarded:
+        if not self._counts(divisor) or self.ctx.availability_guarded or not self._runs_without_gpu():
             return
         if runs_only_if(self.ctx.stack, self._sign, ("ZeroDivisionError", "ArithmeticError")):
             return

@@ -28,6 +28,7 @@ DEVICE_DEFAULTS = frozenset({"nccl", "xccl"})
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
     name = "hardcoded-distributed-backend"
+    hazard_without_cuda = True
     message = '`{}` makes `init_process_group` use {}, which needs {}: it fails on a CPU-only machine or a Mac'
     fix_title = 'Choose the backend from the device: `"nccl" if torch.cuda.is_available() else "gloo"`'
     fix_safety = Applicability.SAFE

@@ -277,6 +277,7 @@ def _names_cuda(selection: cst.CSTNode, qualname) -> bool:
 class PinMemoryWithoutGuard(Rule):
     code = "TDV902"
     name = "pin-memory-without-guard"
+    hazard_without_cuda = True
     message = "`{}` without a CUDA check: pinning needs an accelerator (it warns or raises on a CPU-only machine)"
     fix_title = "Pin memory only when CUDA is available"
     fix_safety = Applicability.SAFE

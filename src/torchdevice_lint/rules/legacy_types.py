@@ -30,6 +30,7 @@ def _dtype(ctx, leaf: str) -> cst.BaseExpression:
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
+    hazard_without_cuda = True
     message = "`torch.cuda.{}(...)` creates a CUDA tensor unconditionally and raises without CUDA"
     fix_title = "Create the tensor with `dtype=` and `device=`"
     fix_safety = Applicability.UNSAFE
@@ -177,6 +178,7 @@ def _is_size(node: cst.BaseExpression) -> bool:
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
+    hazard_without_cuda = True
     message = "`{}` pins the tensor to CUDA: the cast raises without CUDA"
     message_check = "`{}` is true only for CUDA tensors: on MPS or XPU the code takes the branch meant for the CPU"
     fix_title = "Cast with `.to(device=..., dtype=...)`"

@@ -6,22 +6,23 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Unguarded
+from ..knowledge.unused_defaults import field_default_unused, parameter_default_unused
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import source_of
 from .common import (
     argument_usage,
     availability_check,
     built_string,
     defines_device,
-    display_only,
     is_cuda_string,
     may_name_cuda,
     method_name,
     names_a_device,
     names_cuda_device,
+    report_device_literal,
     report_device_method,
 )
+from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -29,9 +30,18 @@ INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.b
 DEVICE = f"device = {INLINE}\n"
 
 
+_PREPARE = "import torch\n\ndef prepare_z_y(G_batch_size, dim_z, nclasses, device='cuda'):\n    return torch.randn(G_batch_size, dim_z, device=device)\n"
+_LAYER_NORM = (
+    "import attr\nimport torch\n\n@attr.s(eq=False)\nclass LayerNorm(torch.nn.Module):\n    n_state: int = attr.ib()\n"
+    '    eps: float = attr.ib(default=1e-6)\n    device: torch.device = attr.ib(default=torch.device("cuda"))\n'
+)
+_GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
+
+
 class CudaMethodCall(Rule):
     code = "TDV101"
     name = "cuda-method-call"
+    hazard_without_cuda = True
     message = "`.cuda()` moves to CUDA unconditionally and raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Replace `.cuda()` with `.to(device)`"
     fix_safety = Applicability.UNSAFE
@@ -80,11 +90,16 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
+        KERNEL_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 at the kernel's build instead
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
             files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
         ),
+        # jwyang/faster-rcnn.pytorch@f9d984d demo.py:69-71,213-217: a store_true flag compared with 0
+        Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
+        # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
+        Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
     invalid = (
         Invalid(
@@ -247,6 +262,7 @@ class CudaMethodCall(Rule):
             "def helper(x):\n    return x.to(device)\n\n\ndef main(model, x):\n"
             "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
         ),
+        *kernel_callers(DEVICE),  # beside a kernel with a CPU fallback; a model that may run without a CUDA-only one
         # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
         Invalid(
             "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"
@@ -277,6 +293,7 @@ class CudaMethodCall(Rule):
 class HardcodedCudaDevice(Rule):
     code = "TDV102"
     name = "hardcoded-cuda-device"
+    hazard_without_cuda = True
     message = "hard-coded CUDA device `{}`: it raises on a machine without CUDA (CPU-only, a Mac)"
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE
@@ -313,6 +330,10 @@ class HardcodedCudaDevice(Rule):
             'import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n'
             '    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'
         ),
+        # defaults every call in the project overrides (ajbrock/BigGAN-PyTorch@9845943 utils.py:1086, train.py:142;
+        # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
+        Valid(_PREPARE, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
+        Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
     )
     invalid = (
         Invalid(
@@ -391,6 +412,13 @@ class HardcodedCudaDevice(Rule):
                 "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
             ),
         ),
+        # one call takes the default; `*args` proves nothing; a class also used as a base
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
+        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
+        Invalid(
+            _LAYER_NORM, fixed=_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
+            files={"enc.py": "from .example import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
+        ),
     )
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -400,9 +428,9 @@ class HardcodedCudaDevice(Rule):
         self._check(node)
 
     def _check(self, literal: cst.BaseExpression) -> None:
-        if self.ctx.guarded:
-            return
         ctx = self.ctx
+        if ctx.guarded or field_default_unused(ctx.stack, ctx.project):
+            return
         depth, holder = 1, literal
         if not self.names_device(literal):
             template = built_string(ctx, literal, self.names_template)
@@ -432,7 +460,8 @@ class HardcodedCudaDevice(Rule):
             if any(names_a_device(t) for t in targets):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
-            self._report(literal, literal, inline=True)
+            if not parameter_default_unused(ctx.stack, parent, ctx.project):
+                self._report(literal, literal, inline=True)
 
     def names_device(self, literal: cst.BaseExpression) -> bool:
         return is_cuda_string(literal)
@@ -465,27 +494,6 @@ class HardcodedCudaDevice(Rule):
             self._report(literal, call, inline=False)
 
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
-        text = source_of(literal)
-        message = self.message_for(literal, text)
-        check = self.availability_for(literal)
-        if inline and check is None:
-            fix = display_only(self, self.fix_title)
-        elif inline:
-            quote = "'" if text.lstrip("rRbBuUfF").startswith("'") else '"'
-            parenthesized = isinstance(self.ctx.parent(), cst.IfExp)  # an arm of another conditional
-
-            def guarded(_: cst.CSTNode) -> cst.BaseExpression:
-                # the fallback is read when the fix is applied: the file's convention is known then
-                expression = cst.parse_expression(f"{text} if {check} else {self.fallback_for(quote)}")
-                return expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if parenthesized else expression
-
-            fix = self.make_fix({replaced: guarded}, imports=self.ctx.torch_imports())
-        else:
-            choice = self.ctx.device_expression()
-            fix = self.make_fix(
-                {replaced: lambda _: choice.expression()}, needs_device_binding=choice.needs_binding, imports=choice.imports()
-            )
-        self.report(literal, message, fix)
-
+        report_device_literal(self, literal, replaced, inline)
 
 RULES = (CudaMethodCall, HardcodedCudaDevice)

@@ -8,7 +8,9 @@ array. Measured on 26 real projects (bench/realcode.py).
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
 
 from ..inference.vocabulary import DTYPES
@@ -311,3 +313,74 @@ class _Uses:
         if isinstance(parent, cst.ComparisonTarget) and parent.comparator is name:
             return isinstance(parent.operator, (cst.In, cst.NotIn))
         return _attribute(parent, "keys") and len(self.stack) >= 3 and _called(self.stack[-3], parent)
+
+
+def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
+    """Whether ``path`` names a checkpoint that lies in the project and holds CPU storages only
+    (``project/shipped.py`` read it): ``'data/pnet.pt'``, ``os.path.join(os.path.dirname(__file__),
+    '../data/pnet.pt')``, directly or through a name bound once in the function."""
+    shipped = ctx.project.shipped_files
+    if not shipped:
+        return False
+    if isinstance(path, cst.Name):
+        path = _single_binding(ctx, path.value)
+    place = _literal_path(path) if path is not None else None
+    if place is None:
+        return False
+    beside_file, relative = place
+    folder = os.path.dirname(os.path.abspath(ctx.path))
+    bases = [folder] if beside_file else [folder, *(str(parent) for parent in Path(folder).parents)]
+    found = [shipped[c] for c in (os.path.normpath(os.path.join(base, relative)) for base in bases) if c in shipped]
+    return bool(found) and all(found)
+
+
+def _single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
+    values = [
+        assign.value for assign in _nodes_of(ctx.enclosing_function() or ctx.module, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
+    ]
+    return values[0] if len(values) == 1 else None
+
+
+#: ``os.path.dirname(__file__)``, ``Path(__file__).parent``: the module's folder.
+_FILE_FOLDER = "<folder of __file__>"
+
+
+def _literal_path(node: cst.BaseExpression) -> Optional[Tuple[bool, str]]:
+    """(relative to the module's folder, the relative path) of a path built from literals."""
+    parts = _path_parts(node)
+    if not parts or any(part is None for part in parts):
+        return None
+    beside_file = parts[0] == _FILE_FOLDER
+    rest = parts[1:] if beside_file else parts
+    if not rest or _FILE_FOLDER in rest:
+        return None
+    return beside_file, os.path.join(*rest)
+
+
+def _path_parts(node: cst.BaseExpression) -> list:
+    if isinstance(node, cst.SimpleString):
+        return [node.evaluated_value if isinstance(node.evaluated_value, str) else None]
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+        return _path_parts(node.left) + _path_parts(node.right)
+    if isinstance(node, cst.Attribute) and node.attr.value == "parent" and _is_file_path(node.value):
+        return [_FILE_FOLDER]
+    if isinstance(node, cst.Call) and node.args:
+        name = last_name(node.func)
+        if name == "join":
+            return [part for arg in node.args for part in _path_parts(arg.value)]
+        if name == "dirname" and _is_file_path(node.args[0].value):
+            return [_FILE_FOLDER]
+    return [None]
+
+
+def _is_file_path(node: cst.BaseExpression) -> bool:
+    """``__file__``, ``os.path.abspath(__file__)``, ``Path(__file__)``, ``Path(__file__).resolve()``."""
+    while isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("resolve", "absolute") and not node.args:
+            node = node.func.value
+        elif last_name(node.func) in ("abspath", "realpath", "Path") and len(node.args) == 1:
+            node = node.args[0].value
+        else:
+            return False
+    return isinstance(node, cst.Name) and node.value == "__file__"

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, List, Optional, Tuple
+import io
+import pickle
+import re
+import zipfile
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
@@ -22,12 +26,31 @@ from .saved_files import (
     opened_path,
     path_keys,
     read_as_numpy,
+    shipped_on_cpu,
 )
 
 
 #: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
 #: is missing: what the program did wherever it ran, and the CPU where it raised.
 KEEP_SAVED = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
+
+
+def saved_checkpoint(location: str) -> bytes:
+    """A ``torch.save`` file (zip format) of one float whose storage was saved on ``location``,
+    written without torch, for the examples' shipped checkpoints."""
+    storage = object()
+
+    class Saver(pickle.Pickler):
+        def persistent_id(self, value):
+            return ("storage", "FloatStorage", "0", location, 1) if value is storage else None
+
+    state = io.BytesIO()
+    Saver(state, protocol=2).dump({"weight": storage})
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as files:
+        for name, data in (("data.pkl", state.getvalue()), ("data/0", bytes(4)), ("version", b"3\n")):
+            files.writestr(zipfile.ZipInfo(f"archive/{name}", date_time=(1980, 1, 1, 0, 0, 0)), data)
+    return archive.getvalue()
 
 
 def may_lack_map_location(call: ast.Call) -> bool:
@@ -45,6 +68,7 @@ def may_lack_map_location(call: ast.Call) -> bool:
 class LoadWithoutMapLocation(Rule):
     code = "TDV501"
     name = "load-without-map-location"
+    hazard_without_cuda = True
     message = "`{}` without `map_location` restores tensors to the device they were saved on, which raises when a CUDA checkpoint is loaded without CUDA"
     message_may_be_none = "`{}` with `map_location={}`, which may be None here: a CUDA checkpoint then raises without CUDA"
     fix_title = "Pass `map_location=`"
@@ -124,6 +148,28 @@ class LoadWithoutMapLocation(Rule):
             "import torch\n\ndef train(model, epochs, best):\n    for epoch in range(epochs):\n"
             "        torch.save(model.state_dict(), f'ckpt/{epoch}.pt')\n"
             "    model.load_state_dict(torch.load(f'ckpt/{best}.pt'))\n"
+        ),
+        # the best model this run saved, reloaded after training (locuslab/TCN@2f8c2b0
+        # TCN/poly_music/music_test.py:126-138)
+        Valid(
+            "import torch\n\nif __name__ == '__main__':\n    for ep in range(1, args.epochs + 1):\n"
+            "        if evaluate() < best:\n            with open(model_name, 'wb') as f:\n                torch.save(model, f)\n"
+            "    model = torch.load(open(model_name, 'rb'))\n"
+        ),
+        # saved by train(), which the module called above (kimiyoung/transformer-xl@44781ed
+        # pytorch/train.py:512,539,550)
+        Valid(
+            "import os\nimport torch\n\ndef train():\n    with open(os.path.join(args.work_dir, 'model.pt'), 'wb') as f:\n"
+            "        torch.save(model, f)\n\ntry:\n    for epoch in range(10):\n        train()\nexcept KeyboardInterrupt:\n    pass\n"
+            "with open(os.path.join(args.work_dir, 'model.pt'), 'rb') as f:\n    model = torch.load(f)\n"
+        ),
+        # weights the project ships, saved from the CPU (timesler/facenet-pytorch@787da06
+        # models/mtcnn.py:33-34 loads data/pnet.pt)
+        Valid(
+            "import os\nimport torch\n\nclass PNet(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+            "        state_dict_path = os.path.join(os.path.dirname(__file__), 'data/pnet.pt')\n"
+            "        self.load_state_dict(torch.load(state_dict_path))\n",
+            files={"data/pnet.pt": saved_checkpoint("cpu")},
         ),
         # past `if args.distributed: ... else: raise`, only a distributed run goes on
         Valid(
@@ -229,6 +275,26 @@ class LoadWithoutMapLocation(Rule):
             '    if "optimizer" in ckpt:\n        optimizer.load_state_dict(ckpt["optimizer"])\n'
             '    model.load_state_dict(ckpt.get("model"))\n',
         ),
+        # a resume at start-up reads what an earlier run saved, though train() saves it later
+        Invalid(
+            "import os\nimport torch\n\ndef train():\n    torch.save(model, os.path.join(args.work_dir, 'model.pt'))\n\n"
+            "if args.restart:\n    model = torch.load(os.path.join(args.work_dir, 'model.pt'))\ntrain()\n",
+            fixed="import os\nimport torch\n\ndef train():\n    torch.save(model, os.path.join(args.work_dir, 'model.pt'))\n\n"
+            f"if args.restart:\n    model = torch.load(os.path.join(args.work_dir, 'model.pt'), map_location={KEEP_SAVED})\ntrain()\n",
+        ),
+        # saved in the other branch: a test run reads what a training run saved
+        Invalid(
+            "import torch\nif args.train:\n    torch.save(model, 'model.pt')\nelse:\n    model = torch.load('model.pt')\n",
+            fixed="import torch\nif args.train:\n    torch.save(model, 'model.pt')\nelse:\n"
+            f"    model = torch.load('model.pt', map_location={KEEP_SAVED})\n",
+        ),
+        # a shipped checkpoint saved from a GPU
+        Invalid(
+            "import os\nimport torch\n\nstate = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'))\n",
+            fixed="import os\nimport torch\n\n"
+            f"state = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'), map_location={KEEP_SAVED})\n",
+            files={"data/onet.pt": saved_checkpoint("cuda:0")},
+        ),
         Invalid(
             "import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path).to(device)\n",
             fixed="import torch\n\ndef scripted(path, device):\n    return torch.jit.load(path, map_location=device).to(device)\n",
@@ -237,14 +303,20 @@ class LoadWithoutMapLocation(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        #: (enclosing function or None, keys) of the saves visited so far, i.e. above.
-        self._saves_above: List[Tuple[Optional[int], FrozenSet[str]]] = []
+        #: (enclosing function or None, keys, branches) of the saves visited so far, i.e. above;
+        #: a call of a function that saves counts as a save of the paths it writes.
+        self._saves_above: List[Tuple[Optional[int], FrozenSet[str], Branches]] = []
+        #: Function name -> the code of the paths it saves to (``train()`` writes ``model.pt``).
+        self._saving_functions: Dict[str, FrozenSet[str]] = {}
         self._saved_files: Optional[SavedFiles] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.qualname(node.func)
         if name in SAVERS and len(node.args) > 1:
-            self._saves_above.append((self._scope(), self._file_keys(node.args[1].value)))
+            self._add_save(self._file_keys(node.args[1].value), self._path_code(node.args[1].value))
+        elif isinstance(node.func, cst.Name) and node.func.value in self._saving_functions:
+            codes = self._saving_functions[node.func.value]
+            self._add_save(codes, codes)
         if self.ctx.guarded or name not in LOADERS or not node.args or any(arg.star for arg in node.args):
             return
         location = keyword(node, "map_location")
@@ -256,7 +328,7 @@ class LoadWithoutMapLocation(Rule):
         keys = self._file_keys(node.args[0].value)
         if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node):
             return
-        if in_dataset_class(self.ctx):
+        if in_dataset_class(self.ctx) or shipped_on_cpu(self.ctx, _unopened(node.args[0].value)):
             return
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
@@ -320,8 +392,8 @@ class LoadWithoutMapLocation(Rule):
         writes a cache the load finds missing, and CPU tensors anywhere when the saved value is
         ``.cpu()``. A checkpoint saved in another function
         (``--resume``) may come from a GPU machine: still reported."""
-        scope = self._scope()
-        if any(where == scope and keys & saved for where, saved in self._saves_above):
+        scope, branches = self._scope(), branches_of(self.ctx.stack)
+        if any(where == scope and keys & saved and not exclusive(branches, taken) for where, saved, taken in self._saves_above):
             return True
         if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname):
             return True
@@ -329,13 +401,52 @@ class LoadWithoutMapLocation(Rule):
             self._saved_files = SavedFiles(self.ctx)
         return bool(keys & self._saved_files.cpu_keys())
 
+    def _add_save(self, keys: FrozenSet[str], codes: FrozenSet[str]) -> None:
+        function = self.ctx.enclosing_function()
+        self._saves_above.append((self._scope(), keys, branches_of(self.ctx.stack)))
+        if function is not None:
+            name = function.name.value
+            self._saving_functions[name] = self._saving_functions.get(name, frozenset()) | codes
+
     def _scope(self) -> Optional[int]:
         function = self.ctx.enclosing_function()
         return id(function) if function is not None else None
 
     def _file_keys(self, target: cst.BaseExpression) -> FrozenSet[str]:
-        """``f`` bound by an enclosing ``with open(path, ...) as f`` stands for ``path``."""
-        return path_keys(opened_path(target, self.ctx.stack) or target)
+        """``f`` bound by an enclosing ``with open(path, ...) as f``, and ``open(path, "rb")``,
+        stand for ``path``."""
+        return path_keys(_unopened(opened_path(target, self.ctx.stack) or target))
+
+    def _path_code(self, target: cst.BaseExpression) -> FrozenSet[str]:
+        """The path's code alone: a save through a function call matches the same expression
+        only (``os.path.join(args.work_dir, 'model.pt')``), not any file of the same name."""
+        return frozenset({re.sub(r"\s+", "", source_of(_unopened(opened_path(target, self.ctx.stack) or target)))})
+
+
+#: The ``(id(If), id(its branch))`` pairs a node lies in.
+Branches = FrozenSet[Tuple[int, int]]
+
+
+def branches_of(stack) -> Branches:
+    return frozenset(
+        (id(node), id(stack[index + 1]))
+        for index, node in enumerate(stack[:-1])
+        if isinstance(node, cst.If) and (stack[index + 1] is node.body or stack[index + 1] is node.orelse)
+    )
+
+
+def exclusive(here: Branches, there: Branches) -> bool:
+    """Whether two nodes lie in different branches of one ``if`` (``if args.train: save ...
+    else: load ...``): the load then reads a file an earlier run saved."""
+    branch_of = dict(here)
+    return any(test in branch_of and branch_of[test] != branch for test, branch in there)
+
+
+def _unopened(path: cst.BaseExpression) -> cst.BaseExpression:
+    """``open(path, "rb")`` -> ``path``."""
+    if isinstance(path, cst.Call) and isinstance(path.func, cst.Name) and path.func.value == "open" and path.args:
+        return path.args[0].value
+    return path
 
 
 RULES = (LoadWithoutMapLocation,)

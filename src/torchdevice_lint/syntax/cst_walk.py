@@ -11,7 +11,7 @@ from LibCST's own ``_visit_and_replace_children`` and then read with ``getattr``
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Collection, Dict, List, Tuple
+from typing import Callable, Collection, Dict, List, Optional, Tuple
 
 import libcst as cst
 from libcst import CSTNode
@@ -116,6 +116,53 @@ def nodes_of(root: CSTNode, *node_types: type) -> List[CSTNode]:
     node types, without the rebuild of the tree that ``findall`` (a ``visit``) costs, nor the
     import of ``libcst.matchers`` (more CPU than LibCST's own import). No types: every node but
     whitespace and punctuation."""
-    collector = _Collector(frozenset(node_types))
-    walk(root, collector, skip=TRIVIA_TYPES - set(node_types))
+    kept = _KEPT.get(id(root))
+    types = frozenset(node_types)
+    if kept is not None and kept.module is root and types and not types & (TRIVIA_TYPES | {cst.Module}):
+        return kept.nodes_of(types)
+    collector = _Collector(types)
+    walk(root, collector, skip=TRIVIA_TYPES - types)
     return collector.found
+
+
+class StatementNodes:
+    """``nodes_of`` a module the editor keeps between edits, found per top-level statement: an
+    edit replaces a few statements (``cst_reparse``) and the others, the same objects (LibCST
+    nodes never change), are not walked again. Of the module, the walk collects nothing but its
+    statements' nodes (the module and its header and footer lines are none of the types asked)."""
+
+    def __init__(self) -> None:
+        self.module: Optional[cst.Module] = None
+        #: id(statement) -> (the statement, {node types: its nodes of those types}).
+        self.found: Dict[int, Tuple[CSTNode, Dict[frozenset, List[CSTNode]]]] = {}
+
+    def keep(self, module: cst.Module) -> None:
+        """Answer for ``module`` from now on, forgetting the statements it no longer holds."""
+        self.close()
+        held = {id(statement) for statement in module.body}
+        self.found = {key: entry for key, entry in self.found.items() if key in held}
+        self.module = module
+        _KEPT[id(module)] = self
+
+    def close(self) -> None:
+        if self.module is not None and _KEPT.get(id(self.module)) is self:
+            del _KEPT[id(self.module)]
+        self.module = None
+
+    def nodes_of(self, types: frozenset) -> List[CSTNode]:
+        found: List[CSTNode] = []
+        for statement in self.module.body:
+            entry = self.found.get(id(statement))
+            if entry is None or entry[0] is not statement:
+                entry = self.found[id(statement)] = (statement, {})
+            nodes = entry[1].get(types)
+            if nodes is None:
+                collector = _Collector(types)
+                walk(statement, collector, skip=TRIVIA_TYPES - types)
+                nodes = entry[1][types] = collector.found
+            found.extend(nodes)
+        return found
+
+
+#: id(module) -> what answers ``nodes_of`` for it; the entry holds the module, so the id stays its.
+_KEPT: Dict[int, StatementNodes] = {}

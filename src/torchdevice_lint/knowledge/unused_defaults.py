@@ -1,0 +1,95 @@
+"""Device defaults that never take effect: every call in the project passes the argument.
+
+``def prepare_z_y(G_batch_size, dim_z, nclasses, device='cuda')`` (BigGAN-PyTorch utils.py:1086)
+is harmless when each caller passes ``device=``, and an attrs field ``device: torch.device =
+attr.ib(default=torch.device("cuda"))`` when each construction of its class passes the device
+(glide-text2im clip/encoders.py:30, built in clip/model_creation.py). The criterion, conservative
+where a call is not seen: the project calls the function (or constructs the class) at least once,
+never uses it as a value (a callback, a base class), and every call passes the argument by its
+keyword or provably by position (``*args`` and ``**kwargs`` prove nothing). A function nobody in
+the project calls is someone else's API, and its callers get the default: still reported.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import dotted_name, last_name, source_of
+from .project_facts import ProjectFacts
+
+#: Class decorators whose classes take their fields as constructor arguments (attrs, dataclasses).
+_FIELD_CLASSES = {"s", "attrs", "define", "frozen", "mutable", "dataclass"}
+#: Calls that declare one field (``attr.ib(default=...)``, ``dataclasses.field(...)``).
+_FIELD_CALLS = {"ib", "attrib", "field"}
+#: Bases that add no constructor fields before a class's own.
+_PLAIN_BASES = {"object", "Module", "nn.Module", "torch.nn.Module"}
+
+
+def parameter_default_unused(stack: Sequence[cst.CSTNode], param: cst.Param, project: ProjectFacts) -> bool:
+    """Whether every call of the function ``param`` belongs to passes it (an ``__init__``'s
+    calls are its class's)."""
+    index = next((i for i in range(len(stack) - 1, -1, -1) if isinstance(stack[i], cst.FunctionDef)), None)
+    if index is None or not any(node is param for node in stack[index:]):
+        return False
+    function = stack[index]
+    cls = stack[index - 2] if index >= 2 and isinstance(stack[index - 2], cst.ClassDef) else None
+    parameters = function.params
+    positional = [*parameters.posonly_params, *parameters.params]
+    position: Optional[int] = next((i for i, p in enumerate(positional) if p is param), None)
+    if position is not None and cls is not None and not _decorated(function, "staticmethod"):
+        position -= 1  # ``self`` or ``cls`` is not written at the call
+    if function.name.value == "__init__":
+        if cls is None:
+            return False
+        callee = cls.name.value
+    else:
+        callee = function.name.value
+    return position != -1 and project.always_passed(callee, param.name.value, position)
+
+
+def field_default_unused(stack: Sequence[cst.CSTNode], project: ProjectFacts) -> bool:
+    """Whether the visited node lies in the default of an attrs or dataclass field that every
+    construction of its class passes (by keyword, or by position where the fields are all
+    the class's own)."""
+    line = next((i for i in range(len(stack) - 1, -1, -1) if isinstance(stack[i], cst.SimpleStatementLine)), None)
+    if line is None or line < 2 or len(stack) < line + 3:
+        return False
+    cls, statement = stack[line - 2], stack[line + 1]
+    if not (isinstance(cls, cst.ClassDef) and stack[line - 1] is cls.body):
+        return False
+    if not (isinstance(statement, (cst.Assign, cst.AnnAssign)) and stack[line + 2] is statement.value):
+        return False
+    target = _field_name(statement)
+    if target is None or not any(_decorator_name(d.decorator) in _FIELD_CLASSES for d in cls.decorators):
+        return False
+    body = [s.body[0] for s in cls.body.body if isinstance(s, cst.SimpleStatementLine) and s.body]
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == "__init__" for s in cls.body.body):
+        return False  # its own constructor decides
+    fields = [s for s in body if _is_field(s)]
+    plain = all(dotted_name(base.value) in _PLAIN_BASES for base in cls.bases)
+    position = next((i for i, field in enumerate(fields) if field is statement), None) if plain else None
+    return project.always_passed(cls.name.value, target, position)
+
+
+def _field_name(statement) -> Optional[str]:
+    targets = [statement.target] if isinstance(statement, cst.AnnAssign) else [t.target for t in statement.targets]
+    if len(targets) == 1 and isinstance(targets[0], cst.Name) and "device" in targets[0].value.lower():
+        return targets[0].value
+    return None
+
+
+def _is_field(statement) -> bool:
+    if isinstance(statement, cst.AnnAssign):
+        return "ClassVar" not in source_of(statement.annotation.annotation)
+    value = statement.value if isinstance(statement, cst.Assign) else None
+    return isinstance(value, cst.Call) and _decorator_name(value.func) in _FIELD_CALLS
+
+
+def _decorated(function: cst.FunctionDef, name: str) -> bool:
+    return any(_decorator_name(d.decorator) == name for d in function.decorators)
+
+
+def _decorator_name(node: cst.BaseExpression) -> Optional[str]:
+    """``attr.s(eq=False)`` -> ``s``, ``dataclass`` -> ``dataclass``."""
+    return last_name(node.func if isinstance(node, cst.Call) else node)
