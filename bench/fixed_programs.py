@@ -5,7 +5,8 @@ synthetic data (``bench/program_shims.py``) and long loops cut to a few iteratio
 
 * the original on the CPU and on the simulated CUDA device (``simcuda``), which stands for the GPU
   machine it was written on;
-* the output of ``torchdevice-fix --unsafe-fixes`` on the CPU, ``simcuda`` and ``simmps``.
+* the output of ``torchdevice-fix --unsafe-fixes`` (applied to the program's folder) on the CPU,
+  ``simcuda`` and ``simmps``.
 
 It prints one row per program and three counts: programs broken by a fix (ran before, fail after,
 on the CPU or on simcuda: must be 0), programs whose output a fix changed (ran before and after
@@ -18,7 +19,7 @@ a program that picks its own device with ``torch.cuda.is_available()`` does on `
 ``--details`` prints the fix's diff and the error of every broken program, and how the output of
 every changed control differs.
 
-    python bench/fixed_programs.py [--root DIR] [--only NAME] [--details]
+    python bench/fixed_programs.py [--root DIR] [--only NAME] [--shard K/N] [--details]
 """
 
 from __future__ import annotations
@@ -67,13 +68,16 @@ class Program:
     path: str
     gpu_only: bool
     args: List[str]
+    #: The folder under the root that holds the extracted files, ``<owner>+<name>`` unless the
+    #: pins name another (a second commit of a repository already extracted at one).
+    checkout: str = ""
 
     @property
     def name(self) -> str:
         return f"{self.repo.split('/')[1]}:{self.path}"
 
     def source(self, root: Path) -> Path:
-        return root / self.repo.replace("/", "+") / self.path
+        return root / (self.checkout or self.repo.replace("/", "+")) / self.path
 
 
 @dataclass
@@ -96,7 +100,10 @@ class Outcome:
 def load_pins(path: Path = PINS) -> List[Program]:
     with open(path, "rb") as handle:
         pins = tomllib.load(handle)["program"]
-    return [Program(p["repo"], p["commit"], p["path"], p["gpu_only"], p.get("args", [])) for p in pins]
+    return [
+        Program(p["repo"], p["commit"], p["path"], p["gpu_only"], p.get("args", []), p.get("checkout", ""))
+        for p in pins
+    ]
 
 
 def _child(program: Path, args: List[str], leg: str, result_path: Path) -> None:
@@ -161,15 +168,18 @@ def run(program: Path, args: List[str], leg: str, timeout: int = TIMEOUT_S) -> O
     return Outcome(**json.loads(result_path.read_text()), output=printed)
 
 
-def fix(program: Path) -> str:
-    """Apply ``torchdevice-fix --unsafe-fixes`` to ``program``; returns the unified diff."""
-    before = program.read_text()
+def fix(folder: Path) -> str:
+    """Apply ``torchdevice-fix --unsafe-fixes`` to the program's folder (its modules hold
+    placements too: a model file's ``.cuda()``); returns the unified diff of each changed file."""
+    before = {path: path.read_text(errors="replace") for path in sorted(folder.rglob("*.py"))}
     fixer = shutil.which("torchdevice-fix", path=str(Path(sys.executable).parent)) or "torchdevice-fix"
-    subprocess.run([fixer, "--unsafe-fixes", str(program)], capture_output=True, text=True, check=False)
-    after = program.read_text()
-    return "".join(
-        difflib.unified_diff(before.splitlines(True), after.splitlines(True), "original", "fixed")
-    )
+    subprocess.run([fixer, "--unsafe-fixes", str(folder)], capture_output=True, text=True, check=False)
+    diffs = []
+    for path, text in before.items():
+        name = str(path.relative_to(folder))
+        after = path.read_text(errors="replace")
+        diffs.extend(difflib.unified_diff(text.splitlines(True), after.splitlines(True), name, f"{name} (fixed)"))
+    return "".join(diffs)
 
 
 def evaluate(program: Program, root: Path, scratch: Path) -> Dict[str, object]:
@@ -182,7 +192,7 @@ def evaluate(program: Program, root: Path, scratch: Path) -> Dict[str, object]:
         shutil.copytree(source.parent, directory)
         copy = directory / source.name
         if variant == "fixed":
-            diff = fix(copy)
+            diff = fix(directory)
         outcomes[(variant, leg)] = run(copy, program.args, leg)
     return {"outcomes": outcomes, "diff": diff}
 
@@ -192,8 +202,12 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT, help="where the pinned programs are extracted")
     parser.add_argument("--only", help="run only programs whose name contains this")
     parser.add_argument("--details", action="store_true", help="print diff and error of each broken program")
+    parser.add_argument("--shard", help="K/N: run only every N-th program from the K-th (1-based), one of N runs side by side")
     options = parser.parse_args(argv)
     programs = [p for p in load_pins() if options.only is None or options.only in p.name]
+    if options.shard:
+        number, count = (int(part) for part in options.shard.split("/"))
+        programs = programs[number - 1 :: count]
     missing = [p.name for p in programs if not p.source(options.root).exists()]
     if missing:
         print(f"missing under {options.root} (see {PINS.name}): {', '.join(missing)}", file=sys.stderr)

@@ -6,9 +6,12 @@
   ``Normalize``, ``Resize``; augmentations leave images unchanged), ``utils.save_image`` writes
   nothing;
 * every ``DataLoader`` pass yields its first ``BATCHES_PER_PASS`` batches only (``len`` is kept);
-* ``visdom`` and ``matplotlib`` accept every call and draw nothing;
+* ``visdom``, ``matplotlib``, the TensorBoard loggers and the image writers (``imageio``,
+  ``scipy.misc``) accept every call and draw or write nothing;
 * ``short_range`` is ``range`` with long loops cut to a few iterations (a 50000-epoch loop runs
-  ``LONG_LOOP_ITERATIONS`` times); the harness gives it to each program as its ``range``.
+  ``LONG_LOOP_ITERATIONS`` times); the harness gives it to each program as its ``range``;
+* ``time.time`` is a clock that moves ``CLOCK_TICK_S`` per reading, so that a program that prints
+  how long its batches took prints the same before and after a fix.
 
 torchvision is not used even where installed: the CPU build of torch here has no matching wheel,
 and synthetic data keeps every run a few seconds long.
@@ -17,7 +20,9 @@ and synthetic data keeps every run a few seconds long.
 from __future__ import annotations
 
 import builtins
+import itertools
 import sys
+import time
 import types
 from typing import Any
 
@@ -28,6 +33,7 @@ from torch.utils.data import Dataset
 BATCHES_PER_PASS = 2
 LONG_LOOP = 1000  # loops this long or longer are epoch/step loops, cut short
 LONG_LOOP_ITERATIONS = 3
+CLOCK_TICK_S = 0.001
 
 
 def short_range(*arguments):
@@ -186,10 +192,17 @@ def _short_passes(real_iter):
     return __iter__
 
 
+def _steady_clock():
+    """A ``time.time`` whose readings depend only on how many came before."""
+    start, readings = time.time(), itertools.count()
+    return lambda: start + next(readings) * CLOCK_TICK_S
+
+
 def install() -> None:
-    """Put the stand-ins in ``sys.modules`` ahead of anything installed, and shorten every
-    ``DataLoader`` pass."""
+    """Put the stand-ins in ``sys.modules`` ahead of anything installed, shorten every
+    ``DataLoader`` pass and steady the clock."""
     torch.utils.data.DataLoader.__iter__ = _short_passes(torch.utils.data.DataLoader.__iter__)
+    time.time = _steady_clock()
     torchvision = _torchvision()
     sys.modules.update(
         {
@@ -199,6 +212,8 @@ def install() -> None:
             "torchvision.utils": torchvision.utils,
         }
     )
-    for name in ("visdom", "matplotlib", "matplotlib.pyplot", "tensorboardX"):
+    drawers = ("visdom", "matplotlib", "matplotlib.pyplot", "tensorboardX", "tensorboard_logger", "imageio", "scipy", "scipy.misc")
+    for name in drawers:
         sys.modules[name] = _AcceptsEverything(name)
     sys.modules["matplotlib"].pyplot = sys.modules["matplotlib.pyplot"]
+    sys.modules["scipy"].misc = sys.modules["scipy.misc"]
