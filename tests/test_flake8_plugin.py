@@ -19,17 +19,24 @@ def flake8(*args, cwd):
 
 
 def test_plugin_and_check_agree_on_every_rule_example(tmp_path):
-    engine = api.engine(Settings())
+    """Each example is a project of its own (its folder, with the example's other files), as
+    flake8 meets it in a repository: the plugin reads the same project facts as ``check``."""
+    engine = api.engine(Settings(), projects=api.Projects())
     expected = []
     for rule in all_rules():
         if not rule.default_enabled:
             continue
         for kind in ("valid", "invalid"):
             for index, example in enumerate(getattr(rule, kind)):
-                name = f"{rule.code}_{kind}_{index}.py"
-                (tmp_path / name).write_text(example.code)
-                for f in engine.check_source(name, example.code).findings:
-                    expected.append(f"./{name}:{f.location.row}:{f.location.column}:{f.code}")
+                folder = tmp_path / f"{rule.code}_{kind}_{index}"
+                for name, code in {"pyproject.toml": "", **(example.files or {}), "example.py": example.code}.items():
+                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                    write = (folder / name).write_bytes if isinstance(code, bytes) else (folder / name).write_text
+                    write(code)
+                for path in sorted(folder.rglob("*.py")):
+                    shown = "./" + path.relative_to(tmp_path).as_posix()
+                    for f in engine.check_source(str(path), path.read_text()).findings:
+                        expected.append(f"{shown}:{f.location.row}:{f.location.column}:{f.code}")
     assert expected
     assert flake8(".", cwd=tmp_path) == sorted(expected)
 
