@@ -174,7 +174,7 @@ class FileContext:
         self._statement_index: Dict[int, Dict[int, int]] = {}
         #: What the file's project says (options, files saved from the CPU); empty alone.
         self.project = project
-        self.flags = FlagDefaults(module, project)
+        self.flags = FlagDefaults(module, project, self.python_tree)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.

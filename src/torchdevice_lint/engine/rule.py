@@ -55,6 +55,8 @@ class Rule:
     message: ClassVar[str]
     fix_title: ClassVar[Optional[str]] = None
     fix_safety: ClassVar[Applicability] = Applicability.DISPLAY_ONLY
+    #: False for a rule that offers no fix, not even a suggestion (the README says "no fix").
+    offers_fix: ClassVar[bool] = True
     #: "What it does" and "Why is this bad?" of the rule page.
     what: ClassVar[str] = ""
     why: ClassVar[str] = ""

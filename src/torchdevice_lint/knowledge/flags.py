@@ -12,9 +12,12 @@ option's default.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+import ast
+from typing import Callable, Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
+from ..syntax.ast_nodes import last_name as ast_last_name
+from ..syntax.ast_parse import Unparsable, compile_python
 from ..syntax.cst_nodes import last_name, string_value
 from .project_facts import ProjectFacts, compare
 
@@ -75,16 +78,21 @@ class FlagDefaults:
     """Default values of the file's user flags, read lazily: parameters with a boolean
     default, ``add_argument`` options, attributes assigned ``not other_flag``."""
 
-    def __init__(self, module: cst.Module, project: ProjectFacts = ProjectFacts()) -> None:
+    def __init__(
+        self, module: cst.Module, project: ProjectFacts = ProjectFacts(),
+        python_tree: Optional[Callable[[], ast.Module]] = None,
+    ) -> None:
         self.module = module
         self.project = project
+        #: CPython's tree of the same source, read once for the names holding a check.
+        self.python_tree = python_tree
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
         #: (id of the function, parameter) -> the default of the option every caller passes.
         self._passed: Dict[Tuple[int, str], Optional[bool]] = {}
-        #: (cst.Name or cst.Attribute, name) -> whether it holds a check; one walk, read lazily.
-        self._availability_holders: Optional[Dict[Tuple[type, str], bool]] = None
+        #: ("name" or "attribute", name) -> whether it holds a check; one walk, read lazily.
+        self._availability_holders: Optional[Dict[Tuple[str, str], bool]] = None
 
     def default(
         self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef] = None
@@ -126,15 +134,19 @@ class FlagDefaults:
         conjunction with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``):
         then ``if flag:`` holds only where CUDA is there. A parameter is never one."""
         if isinstance(flag, cst.Attribute):
-            key = (cst.Attribute, flag.attr.value)
+            key = ("attribute", flag.attr.value)
         elif isinstance(flag, cst.Name):
             if function is not None and flag.value in _parameter_names(function):
                 return False
-            key = (cst.Name, flag.value)
+            key = ("name", flag.value)
         else:
             return False
         if self._availability_holders is None:
-            self._availability_holders = _availability_holders(self.module)
+            try:
+                tree = self.python_tree() if self.python_tree is not None else compile_python(self.module.code)
+            except Unparsable:
+                tree = ast.Module(body=[], type_ignores=[])  # nothing known: no name holds a check
+            self._availability_holders = _availability_holders(tree)
         return self._availability_holders.get(key, False)
 
     def _passed_default(self, name: str, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> Optional[bool]:
@@ -227,43 +239,56 @@ def _parameter_names(function: cst.FunctionDef) -> set:
     return {param.name.value for param in named + starred}
 
 
-def _implies_availability(value: cst.BaseExpression) -> bool:
+def _implies_availability(value: ast.expr) -> bool:
     """``torch.cuda.is_available()``, ``torch.cuda.device_count()``, or ``x and <one of them>``."""
-    if isinstance(value, cst.Call):
-        return last_name(value.func) in AVAILABILITY_WORDS
-    if isinstance(value, cst.BooleanOperation) and isinstance(value.operator, cst.And):
-        return _implies_availability(value.left) or _implies_availability(value.right)
+    if isinstance(value, ast.Call):
+        return ast_last_name(value.func) in AVAILABILITY_WORDS
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.And):
+        return any(_implies_availability(operand) for operand in value.values)
     return False
 
 
-def _availability_holders(module: cst.Module) -> Dict[Tuple[type, str], bool]:
+#: Nodes whose ``target`` binds a name other than by ``=``.
+_OTHER_BINDINGS = (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)
+
+
+def _availability_holders(tree: ast.Module) -> Dict[Tuple[str, str], bool]:
     """For each name and attribute name the module binds: whether every binding is one ``=`` of
-    a value implying availability (any other binding form, a tuple target or ``with ... as``,
-    makes it unknown). One walk of the module."""
-    from ..syntax.cst_walk import nodes_of
+    a value implying availability (any other binding, a tuple target, an import, a ``def`` or a
+    ``with ... as`` makes it unknown). One walk of CPython's tree."""
+    verdicts: Dict[Tuple[str, str], bool] = {}
 
-    verdicts: Dict[Tuple[type, str], bool] = {}
-
-    def bound(target: cst.BaseExpression, holds: bool) -> None:
-        if isinstance(target, cst.Attribute):
-            key = (cst.Attribute, target.attr.value)
-        elif isinstance(target, cst.Name):
-            key = (cst.Name, target.value)
+    def bound(target: ast.expr, holds: bool) -> None:
+        if isinstance(target, ast.Attribute):
+            key = ("attribute", target.attr)
+        elif isinstance(target, ast.Name):
+            key = ("name", target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                bound(element, False)
+            return
+        elif isinstance(target, ast.Starred):
+            bound(target.value, False)
+            return
         else:
             return
         verdicts[key] = verdicts.get(key, True) and holds
 
-    for node in nodes_of(module, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.AsName, cst.NamedExpr, cst.Element):
-        if type(node) is cst.Assign:
+    for node in ast.walk(tree):
+        kind = type(node)
+        if kind is ast.Assign:
             holds = len(node.targets) == 1 and _implies_availability(node.value)
             for target in node.targets:
-                bound(target.target, holds)
-        elif type(node) is cst.AsName:
-            bound(node.name, False)
-        elif type(node) is cst.Element:
-            bound(node.value, False)  # a tuple or list target (or a display holding it: conservative)
-        else:
+                bound(target, holds)
+        elif kind in _OTHER_BINDINGS:
             bound(node.target, False)
+        elif kind is ast.withitem and node.optional_vars is not None:
+            bound(node.optional_vars, False)
+        elif kind in (ast.Import, ast.ImportFrom):
+            for alias in node.names:
+                verdicts[("name", alias.asname or alias.name.split(".")[0])] = False
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or kind is ast.ExceptHandler and node.name:
+            verdicts[("name", node.name)] = False
     return verdicts
 
 

@@ -73,6 +73,8 @@ DEVICE_KINDS = ("portable", "cuda", "mps", "cpu")
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONDITIONS = (ast.If, ast.IfExp)
+#: The nodes ``calls.read_node`` reads (the rest of a walk it passes over).
+_CALL_FACT_NODES = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Return, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef})
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
@@ -97,8 +99,11 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 _read_predicate(node, facts)
             elif kind in _CONDITIONS:
                 kernels.read_test(node.test)
-            read_node(node, facts.calls, known)
-            checkpoint_literals(node, facts.checkpoint_files)
+            elif kind is ast.Constant:
+                checkpoint_literals(node, facts.checkpoint_files)
+                continue
+            if kind in _CALL_FACT_NODES:
+                read_node(node, facts.calls, known)
     facts.kernels = kernels.facts()
     if not any(name.partition("@")[0] == "load" for name in facts.calls.calls):
         facts.checkpoint_files.clear()

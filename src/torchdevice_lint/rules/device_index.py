@@ -285,10 +285,10 @@ class CudaOnlyExtension(Rule):
         "its callers are judged as usual. A file judged alone (on stdin) has no project: not reported."
     )
     why = (
-        "A project that needs CUDA to run at all deserves one clear finding, not forty: the `.cuda()` "
-        "lines in front of such a kernel are what it needs, and the only portable change is a CPU "
-        "build of the kernel or a native fallback where the tensor is on the CPU."
+        "A project that needs CUDA to run at all deserves one clear finding, not forty: the `.cuda()` lines in "
+        "front of such a kernel are what it needs; the only portable change is a CPU build or a native fallback."
     )
+    offers_fix = False
     fix_safety_note = "There is no fix: a CPU implementation of the kernel is the project's to write."
     triggers = Resolved(CUDA_BUILDS, calls=True)
     valid = (
