@@ -300,6 +300,8 @@ def run(args: argparse.Namespace) -> List[str]:
     research = research_files(args.research)
     if research:
         ratios += research_formats(research, args.pair_runs, add)
+        if args.model_baseline:
+            ratios += research_model_cost(research, args.model_baseline, args.pair_runs, add)
     else:
         print(f"no research checkouts under {', '.join(map(str, args.research))}: the output-format ratios are skipped "
               "(bench/realcode.py says how to extract them)", file=sys.stderr)
@@ -329,6 +331,20 @@ def research_formats(files: Sequence[Path], runs: int, add) -> list:
         add(median(rounds[label], label))
         ratios.append((f"{name} / concise on research code (cpu)", paired_ratio(rounds[label], concise), "<= 1.3"))
     return ratios
+
+
+def research_model_cost(files: Sequence[Path], ref: str, runs: int, add) -> list:
+    """What the project model costs: ``check`` on research code (where it reads every module of
+    each project) against the ``ref`` commit's ``src/`` from before the model, rounds taking turns."""
+    variants = [
+        ("check -j1 --no-cache (research)", check_command(files, "-j1", "--no-cache"), None),
+        (f"check -j1 --no-cache at {ref} (research)", check_command(files, "-j1", "--no-cache"), baseline_env(ref)),
+    ]
+    rounds = alternate(variants, files, runs)
+    ours, before = (rounds[label] for label, _, _ in variants)
+    add(median(ours, variants[0][0]))
+    add(median(before, variants[1][0]))
+    return [(f"check / check at {ref}, before the project model (research, cpu)", paired_ratio(ours, before), "<= 1.1")]
 
 
 def _installed_version(name: str) -> str:
@@ -363,6 +379,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--share", type=float, default=0.3, help="share of the corpus for parse/check runs (default 0.3)")
     parser.add_argument("--flake8-share", type=float, default=0.15, help="share for the flake8 runs (0 skips them)")
     parser.add_argument("--torchfix-share", type=float, default=0.03, help="share for the TorchFix comparison (0 skips it)")
+    parser.add_argument("--model-baseline", default="760a656",
+                        help="commit before the project model, whose check the model's cost is measured against ('' skips it)")
     parser.add_argument("--baseline", default="ca949ae", help="commit whose start-up is compared (default: before issue 16; '' skips it)")
     parser.add_argument("--startup-runs", type=int, default=5, help="runs of each start-up measurement (the median is kept)")
     parser.add_argument("--research", type=Path, nargs="*", default=[Path("/work/eval/repos"), Path("/work/eval/heldout2/repos")],
