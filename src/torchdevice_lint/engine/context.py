@@ -174,7 +174,7 @@ class FileContext:
         self._statement_index: Dict[int, Dict[int, int]] = {}
         #: What the file's project says (options, files saved from the CPU); empty alone.
         self.project = project
-        self.flags = FlagDefaults(module, project, self.python_tree)
+        self.flags = FlagDefaults(module, project)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.
@@ -248,7 +248,7 @@ class FileContext:
         return self.flags.default(flag, self.enclosing_function(), self.enclosing_class())
 
     def holds_availability(self, flag: cst.BaseExpression) -> bool:
-        return self.flags.holds_availability(flag, self.enclosing_function())
+        return self.flags.holds_availability(flag, self.enclosing_function(), self.python_tree)
 
     def parent(self, depth: int = 1) -> Optional[cst.CSTNode]:
         """Parent of the node being visited (depth 1), grandparent (2)..."""

@@ -17,7 +17,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import last_name as ast_last_name
-from ..syntax.ast_parse import Unparsable, compile_python
+from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import last_name, string_value
 from .project_facts import ProjectFacts, compare
 
@@ -78,14 +78,9 @@ class FlagDefaults:
     """Default values of the file's user flags, read lazily: parameters with a boolean
     default, ``add_argument`` options, attributes assigned ``not other_flag``."""
 
-    def __init__(
-        self, module: cst.Module, project: ProjectFacts = ProjectFacts(),
-        python_tree: Optional[Callable[[], ast.Module]] = None,
-    ) -> None:
+    def __init__(self, module: cst.Module, project: ProjectFacts = ProjectFacts()) -> None:
         self.module = module
         self.project = project
-        #: CPython's tree of the same source, read once for the names holding a check.
-        self.python_tree = python_tree
         self._attributes: Optional[Dict[str, Optional[bool]]] = None
         #: (id of the function, parameter) -> default: each condition on it asks again.
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
@@ -129,7 +124,9 @@ class FlagDefaults:
             return own if operator is None else compare(operator, int(own), operand)
         return self.project.holds(test)
 
-    def holds_availability(self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef]) -> bool:
+    def holds_availability(
+        self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef], python_tree: Callable[[], ast.Module],
+    ) -> bool:
         """Whether every binding of ``flag`` in the module is an availability check or a
         conjunction with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``):
         then ``if flag:`` holds only where CUDA is there. A parameter is never one."""
@@ -143,7 +140,7 @@ class FlagDefaults:
             return False
         if self._availability_holders is None:
             try:
-                tree = self.python_tree() if self.python_tree is not None else compile_python(self.module.code)
+                tree = python_tree()  # CPython's tree of the same source, walked once
             except Unparsable:
                 tree = ast.Module(body=[], type_ignores=[])  # nothing known: no name holds a check
             self._availability_holders = _availability_holders(tree)
