@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ..knowledge.flags import AVAILABILITY_WORDS
 from ..syntax.ast_nodes import last_name, literal_string
 from .calls import CallFacts, origins, read_node
 from .kernels import KernelReader
@@ -185,7 +186,7 @@ def device_kind(value: ast.expr) -> Optional[str]:
 def _tests_availability(test: ast.expr) -> bool:
     """A condition that calls ``is_available()`` or ``device_count()`` (of any backend)."""
     return any(
-        isinstance(node, ast.Call) and last_name(node.func) in ("is_available", "device_count") for node in ast.walk(test)
+        isinstance(node, ast.Call) and last_name(node.func) in AVAILABILITY_WORDS for node in ast.walk(test)
     )
 
 
