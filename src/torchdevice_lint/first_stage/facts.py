@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from ..inference.seeds import SEED_METHODS, Seeds
 from ..inference.vocabulary import FLOAT64_NAMES
-from ..syntax.ast_nodes import dotted_name, fstring_head, import_aliases, literal_string
+from ..syntax.ast_nodes import CHILD_FIELDS, dotted_name, fstring_head, import_aliases, literal_string, node_fields
 from ..syntax.ast_parse import MAX_DEPTH, TOO_DEEP, Unparsable, compile_python
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
 
     imports, references, dotted_calls, seeds = facts.imports, facts.references, facts.dotted_calls, facts.seeds
     Name, Attribute, Call, Constant, Starred = ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Starred
-    AST, child_fields = ast.AST, _CHILD_FIELDS.get
+    AST, child_fields = ast.AST, CHILD_FIELDS.get
     level = [tree]
     for _ in range(MAX_DEPTH):
         below: list = []
@@ -146,7 +146,7 @@ def _collect(tree: ast.AST, source: str) -> Facts:
             kind = type(node)
             fields = child_fields(kind)
             if fields is None:
-                fields = _child_fields(kind)
+                fields = node_fields(kind)
             for name in fields:
                 child = getattr(node, name, None)
                 if type(child) is list:
@@ -249,21 +249,6 @@ def _collect(tree: ast.AST, source: str) -> Facts:
         if not level:
             return facts
     raise Unparsable(TOO_DEEP)
-
-
-#: Fields that never hold a node the facts read: names and numbers, and the leaves ``ast``
-#: makes for contexts and operators (a third of all nodes; ``ast.iter_child_nodes`` yields them).
-_LEAF_FIELDS = frozenset({
-    "ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind", "type_comment",
-    "is_async", "conversion", "simple",
-})
-#: Node type -> the fields a walk of the facts descends into.
-_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
-
-
-def _child_fields(kind: type) -> Tuple[str, ...]:
-    fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
-    return fields
 
 
 #: Methods (and, by their last name, functions) whose positional arguments can be a device:

@@ -17,6 +17,7 @@ from typing import Callable, Dict, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import last_name as ast_last_name
+from ..syntax.ast_nodes import nodes_below
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import last_name, string_value
 from .project_facts import ProjectFacts, compare
@@ -271,7 +272,7 @@ def _availability_holders(tree: ast.Module) -> Dict[Tuple[str, str], bool]:
             return
         verdicts[key] = verdicts.get(key, True) and holds
 
-    for node in ast.walk(tree):
+    for node in nodes_below(tree):
         kind = type(node)
         if kind is ast.Assign:
             holds = len(node.targets) == 1 and _implies_availability(node.value)
