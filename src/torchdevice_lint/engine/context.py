@@ -23,6 +23,7 @@ from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.bindings import normalized
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
+from ..syntax.cst_walk import TRIVIA_TYPES, walk
 from ..syntax.positions import statement_first_lines
 from .devices import DeviceChoice, DeviceChooser
 
@@ -275,9 +276,9 @@ class FileContext:
             collector = BindingCollector(scope)
             if isinstance(scope, cst.Module):
                 for statement in scope.body:
-                    statement.visit(collector)
+                    walk(statement, collector, skip=TRIVIA_TYPES)
             else:
-                scope.visit(collector)
+                walk(scope, collector, skip=TRIVIA_TYPES)
             self._bindings[key] = collector.names
         return self._bindings[key]
 
@@ -308,7 +309,7 @@ class FileContext:
         if self._module_assignments is None:
             collector = AssignmentCollector(self.module)
             for statement in self.module.body:
-                statement.visit(collector)
+                walk(statement, collector, skip=TRIVIA_TYPES)
             self._module_assignments = collector.names
         return name in self._module_assignments
 
