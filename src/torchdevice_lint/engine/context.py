@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequ
 import libcst as cst
 
 from ..knowledge import cst_guards as guards
+from ..knowledge import value_checks
 from ..knowledge.flags import FlagDefaults
 from ..knowledge.project_facts import ProjectFacts
 from ..knowledge.torch_releases import binding_expression, no_fix_note
@@ -168,6 +169,8 @@ class FileContext:
         #: Depth of conditions that hold only in a multi-process distributed run.
         self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
+        #: id(scope) -> ``value_checks.assigned_values`` of it: rules ask per node, one walk each.
+        self._assigned: Dict[int, Dict[str, List[Optional[cst.BaseExpression]]]] = {}
         self._module_assignments: Optional[Set[str]] = None
         #: (id(block), name) -> index of the first statement of the block binding the name.
         self._first_binding: Dict[Tuple[int, str], int] = {}
@@ -281,6 +284,13 @@ class FileContext:
                 walk(scope, collector, skip=TRIVIA_TYPES)
             self._bindings[key] = collector.names
         return self._bindings[key]
+
+    def assigned_values(self, scope: cst.CSTNode) -> Dict[str, List[Optional[cst.BaseExpression]]]:
+        """``value_checks.assigned_values`` of ``scope`` (not to be changed: it is shared)."""
+        found = self._assigned.get(id(scope))
+        if found is None:
+            found = self._assigned[id(scope)] = value_checks.assigned_values(scope)
+        return found
 
     def bound_above(self, block: cst.CSTNode, name: str) -> bool:
         """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one

@@ -14,7 +14,6 @@ from ..syntax.cst_lazy import cst
 from ..knowledge.event_timing import (
     ACCELERATOR_SINCE, EVENT_CLASSES, TimingIdiom, event_class, kept_in_container, reads, timing_idiom,
 )
-from ..knowledge.value_checks import assigned_values
 from ..syntax.cst_nodes import dotted_name, source_of
 from .common import display_only, guard_statement_fix
 from .device_queries import parenthesized
@@ -419,7 +418,7 @@ class CudaEventTiming(Rule):
             return self.ctx.enclosing_class()
         functions = [scope for scope in self.ctx.scopes if isinstance(scope, cst.FunctionDef)]
         for scope in [*reversed(functions), self.ctx.module]:
-            if any(event_class(self.ctx, value) for value in assigned_values(scope).get(name, ())):
+            if any(event_class(self.ctx, value) for value in self.ctx.assigned_values(scope).get(name, ())):
                 return scope
         return None
 

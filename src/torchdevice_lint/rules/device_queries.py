@@ -17,7 +17,7 @@ from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
-from ..knowledge.value_checks import assigned_values, combined, runs_only_if
+from ..knowledge.value_checks import combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
@@ -34,7 +34,7 @@ def scope_names(rule: Rule, cache: Dict[int, FrozenSet[str]], accepts) -> Frozen
         return cache[key]
 
     def of(scope: cst.CSTNode) -> FrozenSet[str]:
-        values = assigned_values(scope)
+        values = ctx.assigned_values(scope)
         return frozenset(name for name, found in values.items() if all(v is not None and accepts(v) for v in found))
 
     names = set(of(ctx.module))
