@@ -22,7 +22,7 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name, string_value
-from ..syntax.cst_walk import TRIVIA_TYPES, walk
+from ..syntax.cst_walk import LEAF_TYPES, TRIVIA_TYPES, walk
 from ..syntax.positions import node_positions
 from . import noqa
 from .context import Analysis, FileContext
@@ -60,8 +60,9 @@ class _BatchedPass(cst.CSTVisitor):
         self.setups = (
             distributed_code.distributed_setups(ctx.module) if "init_process_group" in ctx.source else distributed_code.DISTRIBUTED_SETUPS
         )
-        #: Whitespace and punctuation subtrees that no handler looks at are not walked.
-        self.skipped_types = TRIVIA_TYPES - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
+        #: Whitespace and punctuation subtrees, and leaves (names, numbers), that no handler
+        #: looks at are not walked: no handler's node lies in them, so no handler sees a difference.
+        self.skipped_types = (TRIVIA_TYPES | LEAF_TYPES) - set(self.visitors) - set(self.leavers) - set(_CONTEXT_HOOKS)
 
     def _guard(self, node: Optional[cst.CSTNode], distributed: bool = False) -> None:
         if node is not None:

@@ -34,6 +34,10 @@ TRIVIA_TYPES = frozenset(
     ]
 )
 
+#: Types with no child but parentheses: a third of the nodes a walk reaches (names, mostly).
+#: A walk whose visitor handles none of them has nothing to do in them.
+LEAF_TYPES = frozenset([cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis, cst.FormattedStringText])
+
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
