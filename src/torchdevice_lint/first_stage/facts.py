@@ -86,6 +86,8 @@ class Facts:
     #: and class: where ``knowledge/ast_guards.py`` looks for availability checks.
     conditions: List[ast.AST] = field(default_factory=list)
     definitions: List[ast.AST] = field(default_factory=list)
+    #: Every ``assert`` statement (``triggers.Tested``).
+    asserts: List[ast.Assert] = field(default_factory=list)
     #: What those checks cover, once a trigger asked (``surely_guarded``).
     coverage: Optional["Coverage"] = None
     #: The text itself, for what the tree does not hold (comments).
@@ -245,6 +247,8 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                         bases.add(base.id)
                     elif type(base) is Attribute:
                         bases.add(base.attr)
+            elif kind is ast.Assert:
+                facts.asserts.append(node)
         level = [child for child in below if isinstance(child, AST)]  # lists hold None (``{**d}``) and str (``global``)
         if not level:
             return facts

@@ -183,6 +183,30 @@ class Resolved(Trigger):
         return bound is not None and any(base + dot + rest in self.names for base in bound)
 
 
+class Tested(Trigger):
+    """A call ``calls`` matches (a ``Resolved(..., calls=True)``) standing in the test of an
+    ``if`` statement (``elif`` too) or of an ``assert``: for a rule that reports such a statement
+    for what its test calls, not every file that calls it (``"cuda" if is_available() else "cpu"``)."""
+
+    def __init__(self, calls: Resolved) -> None:
+        self.calls = calls
+
+    def __repr__(self) -> str:
+        return f"Tested({self.calls!r})"
+
+    def matches(self, facts: Facts) -> bool:
+        tests = [node.test for node in facts.conditions if type(node) is ast.If]
+        tests.extend(node.test for node in facts.asserts)
+        return bool(tests) and any(_spans(test, call) for call in self.calls.matching_calls(facts) for test in tests)
+
+
+def _spans(outer: ast.AST, inner: ast.AST) -> bool:
+    """Whether ``inner``'s source lies within ``outer``'s (a node of the same tree: then in it)."""
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+    )
+
+
 def within(name: str, namespaces: Sequence[str]) -> bool:
     """Whether ``name`` is one of ``namespaces`` or below one: ``torch.cuda.Stream`` in ``torch.cuda``."""
     return any(name == namespace or name.startswith(namespace + ".") for namespace in namespaces)

@@ -17,7 +17,7 @@ from typing import Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
-from ..first_stage.triggers import Arguments, Resolved, Triggers
+from ..first_stage.triggers import Arguments, Resolved, Tested, Triggers
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, is_main_check, names_cuda, refuses
 from ..knowledge.flags import mentions_availability
 from ..knowledge.device_indices import INDEX_NAMES, ddp_device_ids, integer_device
@@ -131,7 +131,7 @@ class CudaRequired(Rule):
         "The fix removes the refusal (an `else: raise` is only pointed out). It is unsafe: the "
         "program then runs on whatever device it finds, which is the point once its other hazards are fixed."
     )
-    triggers = Triggers(names=CUDA_AVAILABILITY)
+    triggers = Tested(Resolved(CUDA_AVAILABILITY, calls=True))
     valid = (
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nimport pytest\n\ndef test_kernel():\n    if not torch.cuda.is_available():\n        pytest.skip('needs CUDA')\n"),
