@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from typing import Callable, Dict, Optional, Sequence, Type, Union
+from typing import Callable, Dict, Optional, Sequence, Tuple, Type, Union
 
 import libcst as cst
 
@@ -52,10 +52,18 @@ class _BatchedPass(cst.CSTVisitor):
                 self.visitors[node_type].append(getattr(rule, attribute))
             for node_type, attribute in _handlers(type(rule), "leave_").items():
                 self.leavers[node_type].append(getattr(rule, attribute))
-        #: id(node) -> how many guards cover the subtree rooted at that node: availability
-        #: checks, and (apart) conditions that only hold in a distributed run.
-        self.guard_roots: Dict[int, int] = {}
-        self.distributed_roots: Dict[int, int] = {}
+        #: id(node) -> how many guards cover the subtree rooted at that node: (availability
+        #: checks, conditions that only hold in a distributed run).
+        self.roots: Dict[int, Tuple[int, int]] = {}
+        #: Node type -> what runs on entering such a node (the context's hook, then the rules'
+        #: handlers) and on leaving it (the rules' handlers, then the end of a scope): one
+        #: lookup a node.
+        self.entering: Dict[type, list] = {node_type: [hook.__get__(self)] for node_type, hook in _CONTEXT_HOOKS.items()}
+        for node_type, handlers in self.visitors.items():
+            self.entering.setdefault(node_type, []).extend(handlers)
+        self.leaving: Dict[type, list] = {node_type: list(handlers) for node_type, handlers in self.leavers.items()}
+        for node_type in _SCOPE_TYPES:
+            self.leaving.setdefault(node_type, []).append(self._end_scope)
         #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
         self.setups = (
             distributed_code.distributed_setups(ctx.module) if "init_process_group" in ctx.source else distributed_code.DISTRIBUTED_SETUPS
@@ -66,40 +74,32 @@ class _BatchedPass(cst.CSTVisitor):
 
     def _guard(self, node: Optional[cst.CSTNode], distributed: bool = False) -> None:
         if node is not None:
-            roots = self.distributed_roots if distributed else self.guard_roots
-            roots[id(node)] = roots.get(id(node), 0) + 1
+            checks, runs = self.roots.get(id(node), (0, 0))
+            self.roots[id(node)] = (checks, runs + 1) if distributed else (checks + 1, runs)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.ctx
         ctx.stack.append(node)
-        covered = self.guard_roots.get(id(node))
-        if covered:
-            ctx.guard_depth += covered
-        covered = self.distributed_roots.get(id(node))
-        if covered:
-            ctx.distributed_depth += covered
-        node_type = type(node)
-        hook = _CONTEXT_HOOKS.get(node_type)
-        if hook is not None:
-            hook(self, node)
-        for handler in self.visitors.get(node_type, ()):
+        covered = self.roots.get(id(node))
+        if covered is not None:
+            ctx.guard_depth += covered[0]
+            ctx.distributed_depth += covered[1]
+        for handler in self.entering.get(type(node), ()):
             handler(node)
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        ctx = self.ctx
-        node_type = type(original_node)
-        for handler in self.leavers.get(node_type, ()):
+        for handler in self.leaving.get(type(original_node), ()):
             handler(original_node)
-        if node_type in _SCOPE_TYPES:
-            ctx.scopes.pop()
-        covered = self.guard_roots.get(id(original_node))
-        if covered:
-            ctx.guard_depth -= covered
-        covered = self.distributed_roots.get(id(original_node))
-        if covered:
-            ctx.distributed_depth -= covered
+        ctx = self.ctx
+        covered = self.roots.get(id(original_node))
+        if covered is not None:
+            ctx.guard_depth -= covered[0]
+            ctx.distributed_depth -= covered[1]
         ctx.stack.pop()
+
+    def _end_scope(self, node: cst.CSTNode) -> None:
+        self.ctx.scopes.pop()
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         return None
