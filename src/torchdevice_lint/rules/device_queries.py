@@ -17,7 +17,7 @@ from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
-from ..knowledge.value_checks import combined, runs_only_if
+from ..knowledge.value_checks import assigned_values, combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
@@ -358,6 +358,8 @@ class DeviceCountDivisor(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._aliases: Dict[int, FrozenSet[str]] = {}
+        #: Every name the file binds a device count to somewhere: all ``scope_names`` can find.
+        self._counted: Optional[FrozenSet[str]] = None
         self._gpu_only_group: Optional[bool] = None
         self._workers: Optional[FrozenSet[str]] = None
 
@@ -382,9 +384,20 @@ class DeviceCountDivisor(Rule):
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
             return self._counts(node.left) or self._counts(node.right)
         if isinstance(node, (cst.Name, cst.Attribute)):
+            name = dotted_name(node)
+            if name not in self._counted_anywhere():
+                return False  # most divisors: no scope needs reading
             names = scope_names(self, self._aliases, lambda value: isinstance(value, cst.Call) and self._counts(value))
-            return dotted_name(node) in names
+            return name in names
         return False
+
+    def _counted_anywhere(self) -> FrozenSet[str]:
+        if self._counted is None:
+            values = assigned_values(self.ctx.module, nested=True)
+            self._counted = frozenset(
+                name for name, found in values.items() if any(isinstance(value, cst.Call) and self._counts(value) for value in found)
+            )
+        return self._counted
 
     def _sign(self, test: cst.BaseExpression) -> int:
         parts = combined(test, self._sign)
