@@ -128,12 +128,19 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     predicates: Dict[str, list] = {}
     saved = set()
     passed: Dict[str, list] = {}
+    every: Dict[str, bool] = {}  # callee last name -> whether each of its calls passes a flag attribute
     for facts in modules.values():
-        for name, calls in facts.passed.items():
-            passed.setdefault(name, []).extend(
-                [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords.items()}]
-                for positional, keywords in calls
-            )
+        for key, records in facts.calls.sites.items():
+            name = key.partition("@")[0]
+            for record in records:
+                if record.passed is None:
+                    every[name] = False
+                    continue
+                every.setdefault(name, True)
+                positional, keywords = record.passed
+                passed.setdefault(name, []).append(
+                    [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords}]
+                )
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -146,9 +153,8 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
-    counts = {name: sum(facts.call_counts.get(name, 0) for facts in modules.values()) for name in passed}
     # only callees every call of which passes an attribute can take an option's default
-    arguments = {name: calls for name, calls in passed.items() if len(calls) == counts[name]}
+    arguments = {name: calls for name, calls in passed.items() if every[name]}
     return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
 
 
