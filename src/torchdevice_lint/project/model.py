@@ -24,6 +24,7 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .calls import default_calls
+from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernels import CudaOnlyCode
@@ -96,10 +97,11 @@ class Project:
     def facts(self) -> ProjectFacts:
         if self._facts is None:
             named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
-            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            modules = {path: facts.calls for path, facts in self.modules.items()}
+            calls, escaped = default_calls(modules)
             self._facts = dataclasses.replace(
                 combined_facts(self.modules),
-                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+                default_calls=calls, escaped=escaped, context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
             )
         return self._facts
 
