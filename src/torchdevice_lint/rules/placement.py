@@ -100,28 +100,6 @@ class CudaMethodCall(Rule):
         Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
         # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
         Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
-        # ultralytics/yolov3@ utils/torch_utils.py:70, train.py:322: every call of the helper in the
-        # project stands under a CUDA check, so its body only runs where CUDA is
-        Valid(
-            "import torch\n\n\ndef smart_ddp(model):\n    return model.cuda()\n",
-            files={"train.py": (
-                "from example import smart_ddp\n\n\ndef train(model, device, rank):\n    cuda = device.type != 'cpu'\n"
-                "    if cuda and rank != -1:\n        model = smart_ddp(model)\n    return model\n"
-            )},
-        ),
-        # zhanghang1989/ResNeSt resnest/torch/utils.py:183: a class built only by a helper the
-        # worker calls, which mp.spawn starts once per GPU
-        Valid(
-            "import torch\n\n\nclass MixUp:\n    def __iter__(self):\n        yield torch.randperm(8).cuda()\n",
-            files={
-                "loss.py": "from example import MixUp\n\n\ndef criterion(gpu):\n    return MixUp()\n",
-                "train.py": (
-                    "import torch\nimport torch.multiprocessing as mp\nfrom loss import criterion\n\n\ndef main():\n"
-                    "    gpus = torch.cuda.device_count()\n    mp.spawn(main_worker, nprocs=gpus)\n\n\n"
-                    "def main_worker(gpu):\n    criterion(gpu)\n"
-                ),
-            },
-        ),
     )
     invalid = (
         Invalid(
@@ -137,15 +115,6 @@ class CudaMethodCall(Rule):
             "import torch\n\ndef run(model, batch, device):\n    model.cuda()\n    return model(batch.cuda(non_blocking=True))\n",
             fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",
             count=2,
-        ),
-        # one call of the helper in the project is not under the check: it runs on a CPU-only machine
-        Invalid(
-            "import torch\n\ndef gather(x, device):\n    return x.cuda()\n",
-            fixed="import torch\n\ndef gather(x, device):\n    return x.to(device)\n",
-            files={"train.py": (
-                "import torch\nfrom example import gather\n\nif torch.cuda.is_available():\n    gather(1, 'cuda')\n"
-                "gather(2, 'cpu')\n"
-            )},
         ),
         # forward's input, known to be a tensor (a list or an int has no `.size()`): its device
         Invalid(
