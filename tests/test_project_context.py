@@ -68,3 +68,9 @@ def test_a_class_built_only_in_the_worker_has_its_methods_judged_guarded(tmp_pat
     train = SPAWN.replace("from utils import smart_ddp", "from utils import MixUp").replace("smart_ddp(None)", "MixUp()")
     assert codes(tmp_path, {"utils.py": wrapper, "train.py": train}) == []
     assert codes(tmp_path, {"utils.py": wrapper, "train.py": train, "demo.py": "from utils import MixUp\nMixUp()\n"}) == ["TDV101"]
+
+
+def test_a_worker_also_called_directly_without_spawn_is_judged_as_usual(tmp_path):
+    """facebookresearch/moco main_lincls.py: ``mp.spawn`` per GPU, else ``main_worker(args.gpu, ...)``."""
+    train = SPAWN.replace("    mp.spawn(main_worker", "    main_worker(0, args)\n    mp.spawn(main_worker")
+    assert codes(tmp_path, {"utils.py": HELPER, "train.py": train}) == ["TDV101"]

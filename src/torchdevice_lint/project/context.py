@@ -150,7 +150,7 @@ def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Sp
     """By module path: the lines of the definitions that only run where CUDA is (see above), and
     the ``--backend`` options of a module whose process groups all start there."""
     stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
-    found: Set[Definition] = {(path, worker) for path, calls in modules.items() for worker in calls.workers}
+    found: Set[Definition] = set()
     candidates = _candidates(modules, stems)
     changed = True
     while changed:
@@ -180,7 +180,9 @@ def _within_found(found: Set[Definition], caller: Tuple[str, str]) -> bool:
 def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) -> Dict[Definition, List[tuple]]:
     """Each top-level function and class that is called, never used as a value nor decorated ->
     its call sites ``((calling module, caller), guarded)``: every call that may reach it (its
-    name from an unknown origin, from a module of its module's name, or its own module's)."""
+    name from an unknown origin, from a module of its module's name, or its own module's). A
+    worker started once per GPU is one too, its start (which passes it as a value) a guarded
+    call; its other calls (``main_worker(args.gpu, ...)`` without ``spawn``) count as any call."""
     by_name: Dict[str, List[Tuple[str, list]]] = {}
     for path, calls in modules.items():
         for key, records in calls.sites.items():
@@ -190,7 +192,8 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
     for path, calls in modules.items():
         stem = stems[path]
         for name, (_, _, decorated) in calls.definitions.items():
-            if "." in name or decorated or {name, f"{name}@{stem}"} & escaped or f"{name}@{OWN}" in calls.escaped:
+            worker = name in calls.workers
+            if not worker and ("." in name or decorated or {name, f"{name}@{stem}"} & escaped or f"{name}@{OWN}" in calls.escaped):
                 continue
             sites = []
             for caller_path, (origin, records) in by_name.get(name, ()):
@@ -199,6 +202,6 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
                 if origin == OWN and caller_path != path:
                     continue
                 sites.extend(((caller_path, record.caller), record.guarded) for record in records)
-            if sites:
+            if sites or worker:
                 candidates[(path, name)] = sites
     return candidates
