@@ -147,6 +147,12 @@ def _lines(stream, into):
         into.put(line)
 
 
+def _drain(lines):
+    time.sleep(1)  # the reading thread passes on what the process printed last
+    while not lines.empty():
+        yield lines.get()
+
+
 def _wait_for(lines, text, seconds=60):
     deadline = time.monotonic() + seconds
     seen = []
@@ -165,7 +171,7 @@ def test_watch_checks_again_when_a_file_changes_and_ctrl_c_ends_it(project):
     process = subprocess.Popen(
         [sys.executable, "-m", "torchdevice_lint", "check", "--watch", "--no-cache", "--output-format", "concise", "."],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**os.environ, "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1"},
     )
     lines = queue.Queue()
     threading.Thread(target=_lines, args=(process.stdout, lines), daemon=True).start()
@@ -177,7 +183,12 @@ def test_watch_checks_again_when_a_file_changes_and_ctrl_c_ends_it(project):
         (project / "new.py").write_text(HAZARDS)  # a new file is watched too
         assert any("new.py:2:9: TDV101" in line for line in _wait_for(lines, "Found 2 findings"))
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        try:
+            assert process.wait(timeout=30) == 0
+        except subprocess.TimeoutExpired:  # faulthandler prints where it hangs, then it ends
+            process.send_signal(signal.SIGABRT)
+            process.wait(timeout=30)
+            raise AssertionError("still running 30 s after Ctrl-C:\n" + "".join(_drain(lines)))
     finally:
         process.kill()
         process.wait()

@@ -208,7 +208,8 @@ def test_call_facts_and_checkpoint_names_read_back_from_the_cache(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 0 and again.cache.by_hash == first.cache.by_hash
     [facts] = again.cache.by_hash.values()
-    assert facts.calls.calls["prepare_z_y@."] == [[2, [], True]] and "prepare_z_y@." in facts.calls.escaped
+    [call] = facts.calls.sites["prepare_z_y@."]
+    assert call.signature() == [2, [], True] and call.caller == "" and "prepare_z_y@." in facts.calls.escaped
     assert facts.checkpoint_files == ["weights/net.pt"]
 
 

@@ -19,6 +19,7 @@ from torchdevice_lint.engine.fixer import fix_source
 from torchdevice_lint.first_stage.facts import parse_facts
 from torchdevice_lint.inference import calls
 from torchdevice_lint.model.settings import Settings
+from torchdevice_lint.syntax import cst_statement
 
 CHECK = [sys.executable, "-c", "import sys; from torchdevice_lint.cli import lint_main; sys.exit(lint_main())", "check", "--no-cache"]
 HAZARD = "import torch\nx = torch.ones(2).cuda()\n"
@@ -83,6 +84,16 @@ def test_a_long_line_with_many_findings_is_searched_for_noqa_once(monkeypatch):
     result = api.engine().check_source("wide.py", "import torch\n" + line + "\n")
     assert len(result.findings) == 500
     assert len(searched) <= 2  # the line, once (and the comment token for unused directives); was once per finding
+
+
+def test_a_statement_with_many_findings_is_written_once_for_all_of_them(monkeypatch):
+    written = []
+    real = cst_statement.normalised
+    monkeypatch.setattr(cst_statement, "normalised", lambda code: written.append(code) or real(code))
+    line = "x = [" + ", ".join("torch.ones(2).cuda()" for _ in range(300)) + "]"
+    result = api.engine().check_source("wide.py", "import torch\n" + line + "\n")
+    assert len(result.findings) == 300
+    assert len(written) == 1  # was once per finding: 300 writes of a 7,000-character statement
 
 
 def test_environments_kept_for_factory_fixes_are_bounded(monkeypatch):

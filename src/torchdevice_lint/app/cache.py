@@ -430,10 +430,10 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 14 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 12 and repr(fields) == text):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, counts, passed = fields[8:]
+    imports, stars, public, devices = fields[8:]
     calls = project_calls.shaped(call_fields)
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
@@ -443,12 +443,10 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         and kernels_well_formed(kernels)
         and calls is not None and _strings(checkpoints)
         and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
-        and isinstance(counts, dict) and all(isinstance(a, str) and type(b) is int for a, b in counts.items())
-        and isinstance(passed, dict) and all(isinstance(name, str) and isinstance(calls_of, list) and all(map(_passed_call, calls_of)) for name, calls_of in passed.items())
     )
     if not shaped:
         return None
-    return ModuleFacts(options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, counts, passed)
+    return ModuleFacts(options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices)
 
 
 def _strings(value) -> bool:
@@ -457,11 +455,3 @@ def _strings(value) -> bool:
 
 def _string_map(value) -> bool:
     return isinstance(value, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in value.items())
-
-
-def _passed_call(call) -> bool:
-    """``[positional, keywords]`` of ``ModuleFacts.passed``."""
-    return (
-        isinstance(call, list) and len(call) == 2 and isinstance(call[0], list)
-        and all(argument is None or isinstance(argument, str) for argument in call[0]) and _string_map(call[1])
-    )

@@ -6,7 +6,6 @@ without a client and the base install never needs the LSP libraries."""
 from __future__ import annotations
 
 import ast
-import difflib
 import io
 import os
 import re
@@ -29,7 +28,8 @@ from ..project.model import Projects as ProjectModels
 from ..rules import all_rules, rule_by_code
 from ..syntax.cells import CellsMoved, JoinedCells
 from ..syntax.cst_reparse import Reparser
-from ..syntax.lines import LINE_BREAK, physical_lines
+from ..syntax.layout import layout_move
+from ..syntax.lines import LINE_BREAK, Lines, text_edits
 from .config import SettingsResolver, find_pyproject, without_target_source
 from .torch_target import forget_targets, target_for, with_target
 from .notebooks import edits_in_cells, finding_in_cells, result_in_cells
@@ -56,45 +56,6 @@ def uri_to_path(uri: str) -> Optional[str]:
     return url2pathname(unquote(parsed.path))
 
 
-class Lines:
-    """The buffer's lines as LSP counts them (``\\n``, ``\\r\\n`` and ``\\r`` only, like LibCST),
-    to turn 1-based (row, code-point column) positions into LSP positions in the negotiated
-    encoding; a position past the end is the end of the buffer."""
-
-    def __init__(self, text: str, encoding: str = "utf-16") -> None:
-        self.lines = LINE_BREAK.split(text)
-        self.encoding = encoding
-
-    def position(self, row: int, column: int) -> dict:
-        line = row - 1
-        if line >= len(self.lines):
-            line, character = len(self.lines) - 1, len(self.lines[-1])
-        else:
-            character = min(column - 1, len(self.lines[line]))
-        return {"line": line, "character": self._units(self.lines[line][:character])}
-
-    def range(self, start: Tuple[int, int], end: Tuple[int, int]) -> dict:
-        return {"start": self.position(*start), "end": self.position(*end)}
-
-    def _units(self, text: str) -> int:
-        if self.encoding == "utf-8":
-            return len(text.encode("utf-8"))
-        if self.encoding == "utf-32":
-            return len(text)
-        return len(text.encode("utf-16-le")) // 2
-
-
-def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
-    """LSP text edits, in whole lines, that turn ``old`` into ``new``."""
-    before, after = physical_lines(old, keepends=True), physical_lines(new, keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            edits.append({"range": lines.range((i1 + 1, 1), (i2 + 1, 1)), "newText": "".join(after[j1:j2])})
-    return edits
-
-
 def lsp_edit(edit: Edit, lines: Lines) -> dict:
     """A fix's edit (the fixer's, shared with every output format) as an LSP text edit."""
     start, end = edit.location, edit.end_location
@@ -114,6 +75,9 @@ class Checked:
     findings: List[Tuple[RawFinding, Finding]] = field(default_factory=list)
     error: Optional[str] = None
     reparser: Reparser = field(default_factory=Reparser)  # the module, kept for the next edit
+    #: The last text analysed whole (this, or one whose findings these are, moved), its project facts.
+    base: Optional["Checked"] = None
+    project_key: str = ""
     #: Comments and rows no comment can follow (see ``_row_facts``), computed once.
     _rows: Optional[Tuple[Dict[int, Tuple[int, str]], Set[int]]] = None
     #: The fix-all result, computed once.
@@ -122,6 +86,16 @@ class Checked:
     @property
     def unsafe(self) -> bool:
         return self.engine.settings.unsafe_fixes
+
+    def settled(self) -> "Checked":
+        """This buffer with its analysis, which fixes need: a buffer whose findings were moved
+        from an earlier text is analysed now (code actions ask for it; diagnostics do not)."""
+        if self.base is not None and self.base is not self:
+            full = check_buffer(self.engine, self.uri, self.path, self.text, self.base, reuse=False)
+            self.analysis, self.findings, self.error, self.base, self.project_key = (
+                full.analysis, full.findings, full.error, self, full.project_key
+            )
+        return self
 
 
 def too_large(text: str) -> Optional[str]:
@@ -135,11 +109,18 @@ def too_large(text: str) -> Optional[str]:
     return None
 
 
-def check_buffer(engine: Engine, uri: str, path: str, text: str, previous: Optional[Checked] = None) -> Checked:
-    """The buffer's findings; ``previous``, the result of an earlier text of it, lends its module."""
+def check_buffer(
+    engine: Engine, uri: str, path: str, text: str, previous: Optional[Checked] = None, reuse: bool = True
+) -> Checked:
+    """The buffer's findings; ``previous``, the result of an earlier text of it, lends its module,
+    and its findings when the edit since changed only comments and layout (``moved_findings``)."""
     checked = Checked(uri, path, text, engine, reparser=previous.reparser if previous is not None else Reparser())
     checked.error = too_large(text)
     if checked.error is not None:
+        return checked
+    moved = moved_findings(engine, path, text, previous.base) if reuse and previous is not None else None
+    if moved is not None:
+        checked.findings, checked.base = moved, previous.base
         return checked
     project = engine.projects.of(path) if engine.projects is not None else None
     tree = project.update(path, text) if project is not None else None
@@ -150,7 +131,25 @@ def check_buffer(engine: Engine, uri: str, path: str, text: str, previous: Optio
         return checked
     if checked.analysis is not None:
         checked.findings = [(raw, to_finding(path, raw, checked.analysis, False)) for raw in checked.analysis.findings]
+        checked.base, checked.project_key = checked, engine.project_key(path)
     return checked
+
+
+def moved_findings(engine: Engine, path: str, text: str, base: Optional[Checked]) -> Optional[List[Tuple[Optional[RawFinding], Finding]]]:
+    """The findings of ``base`` (the last text analysed whole) moved onto ``text`` when only
+    comments and layout changed since (``syntax/layout.py``), with the same settings and project
+    facts; their raw findings are left out (``Checked.settled``). None when the engine must run."""
+    if base is None or base.engine is not engine or base.reparser.text != base.text or engine.project_key(path) != base.project_key:
+        return None
+    facts = engine.projects.facts_for(path) if engine.projects is not None else None
+    if facts is not None and (facts.cuda_kernels or facts.cuda_only_spans):
+        return None  # what the project says of kernels counts lines: the model must read the new text
+    region = base.reparser.region(text)
+    move = layout_move(base.text, text, *region) if region is not None else None
+    if move is None:
+        return None
+    found = move.findings([finding for _, finding in base.findings])
+    return [(None, finding) for finding in found] if found is not None else None
 
 
 def rule_href(code: str) -> Optional[str]:
@@ -249,7 +248,7 @@ def _action(title: str, kind: str, uri: str, edits: List[dict], shown: Optional[
 
 
 def _quick_fix(checked: Checked, index: int, shown: dict, lines: Lines, resolve: bool) -> Optional[dict]:
-    raw = checked.findings[index][0]
+    raw = checked.settled().findings[index][0]
     fix = raw.fix
     if fix is None or not fix.replacements or fix.applicability is Applicability.DISPLAY_ONLY:
         return None
@@ -275,7 +274,7 @@ def resolve_action(checked: Checked, action: dict, lines: Lines) -> dict:
         return action
     if checked.findings[index][1].code != data.get("code"):
         return action
-    edits = file_edits(checked.analysis).of(checked.findings[index][0])
+    edits = file_edits(checked.settled().analysis).of(checked.findings[index][0])
     if not edits:
         return action
     return {**action, "edit": {"changes": {checked.uri: [lsp_edit(edit, lines) for edit in edits]}}}
@@ -455,7 +454,7 @@ def notebook_code_actions(
         return []
     lines = lines_of(notebook.cells.cell(number).source)
     joined_lines = Lines(checked.text, lines.encoding)
-    for raw, finding in checked.findings if wants(only, QUICKFIX) else ():
+    for raw, finding in checked.settled().findings if wants(only, QUICKFIX) else ():
         in_cell = finding_in_cells(notebook.cells, finding)
         if in_cell.cell != number or not _on_lines(_finding_range(in_cell, lines), request_range):
             continue

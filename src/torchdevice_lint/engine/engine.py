@@ -163,7 +163,7 @@ def to_finding(path: str, raw: "RawFinding", analysis: "Analysis", with_edits: b
         end_location=end,
         fix=fix_info(raw, analysis, with_edits) if raw.fix else None,
         scope=scope_of(place),
-        statement=statement_of(place),
+        statement=statement_of(place, analysis.derived.setdefault("statements", {})),
     )
 
 

@@ -54,6 +54,10 @@ class ProjectFacts:
     #: (``project.facts.ModuleFacts.passed``; an option the calling module parses itself is
     #: ``["=", its default there]``).
     arguments: Mapping[str, list] = field(default_factory=dict)
+    #: Code that only runs where CUDA is because every call of it does (``project/context.py``:
+    #: a function only called under ``if torch.cuda.is_available():`` or from a worker started
+    #: once per GPU): ``(first, last)`` line spans by module path, judged like CUDA-only code.
+    context_spans: Mapping[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
 
 
     @cached_property
@@ -62,7 +66,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments,
+            self.imported_devices, self.arguments, self.context_spans,
         ]
         if not any(parts):
             return ""
@@ -71,7 +75,10 @@ class ProjectFacts:
 
     def cuda_only_lines(self, path: str) -> Tuple[Tuple[int, int], ...]:
         """The ``(first, last)`` spans of the file at ``path`` that can only run on CUDA."""
-        return self.cuda_only_spans.get(os.path.abspath(path), ()) if self.cuda_only_spans else ()
+        if not (self.cuda_only_spans or self.context_spans):
+            return ()
+        path = os.path.abspath(path)
+        return self.cuda_only_spans.get(path, ()) + self.context_spans.get(path, ())
 
     def cuda_kernel(self, path: str, name: str) -> Optional[list]:
         """``[dependent lines, files]`` of the CUDA-only kernel ``name`` the file at ``path``

@@ -14,10 +14,11 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
-#: A call's arguments as the model keeps them: ``[positional count or -1 where ``*args`` makes it
-#: unknown, the keywords naming a device (sorted), whether ``**kwargs`` is unpacked]``.
+#: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
+#: where ``*args`` makes it unknown, the keywords naming a device (sorted), whether ``**kwargs`` is
+#: unpacked]``.
 Signature = list
 
 #: Arguments whose name holds this word are the device ones the rules look at.
@@ -30,16 +31,53 @@ DEVICE_WORD = "device"
 OWN = "."
 
 
+class CallFacts(NamedTuple):
+    """One call of the module, read once in its walk; a module keeps each distinct one."""
+
+    #: Positional arguments written, -1 where ``*args`` makes the count unknown.
+    positional: int
+    #: The keywords passed, sorted.
+    keywords: Tuple[str, ...]
+    #: Whether ``**kwargs`` is unpacked.
+    unpacked: bool
+    #: The attributes passed where one is named like a device flag (``MultiBoxLoss(..., args.cuda)``):
+    #: ``(positional, keywords)``, each argument that is an attribute by its last name (``cuda``),
+    #: any other None (positional ones only up to a ``*args``); None where no such flag is passed.
+    passed: Optional[tuple]
+    #: The classes the receiver was constructed from (``t = Trainer()`` then ``t.initialize()``:
+    #: ``("Trainer",)``); empty where unknown.
+    receivers: Tuple[str, ...]
+    #: The definition the call is in: ``f``, ``Class.method``, ``Class`` (an autograd Function),
+    #: empty at module level.
+    caller: str
+    #: Whether it runs only where CUDA is (under ``if torch.cuda.is_available():``, ``if cuda:``
+    #: after ``cuda = device.type != "cpu"``).
+    guarded: bool
+
+    def __repr__(self) -> str:  # a plain tuple: what the facts cache reads back with literal_eval
+        return tuple.__repr__(self)
+
+    def signature(self) -> Signature:
+        return [self.positional, [k for k in self.keywords if DEVICE_WORD in k.lower()], self.unpacked]
+
+
 @dataclass
-class CallFacts:
+class ModuleCalls:
     #: Callee last name with its origin (``utils.prepare_z_y(...)`` -> ``prepare_z_y@utils``) ->
-    #: its distinct signatures.
-    calls: Dict[str, List[Signature]] = field(default_factory=dict)
+    #: its distinct calls.
+    sites: Dict[str, List[CallFacts]] = field(default_factory=dict)
     #: Functions (an ``__init__``: its class) and classes defined here with a CUDA device default.
     device_defaults: List[str] = field(default_factory=list)
     #: Names (with their origin) used as a value (``partial(f, ...)``, ``fn = f``, ``class B(A)``):
     #: called unseen.
     escaped: List[str] = field(default_factory=list)
+    #: Top-level functions and classes, and methods (``Class.method``) -> ``[first line, last line,
+    #: decorated]`` (a decorator may call it unseen: ``@register``).
+    definitions: Dict[str, list] = field(default_factory=dict)
+    #: Functions started once per GPU: ``mp.spawn(worker, nprocs=torch.cuda.device_count())``.
+    workers: List[str] = field(default_factory=list)
+    #: Lines of ``--backend`` options (``parser.add_argument("--dist-backend", default="nccl")``).
+    backend_options: List[int] = field(default_factory=list)
 
 
 def origins(tree: ast.Module) -> Dict[str, str]:
@@ -61,25 +99,65 @@ def keyed(name: str, origin: Optional[str]) -> str:
     return f"{name}@{origin}" if origin else name
 
 
-def signature(call: ast.Call) -> Signature:
-    starred = any(isinstance(argument, ast.Starred) for argument in call.args)
-    keywords = sorted({k.arg for k in call.keywords if k.arg is not None and DEVICE_WORD in k.arg.lower()})
-    return [-1 if starred else len(call.args), keywords, any(k.arg is None for k in call.keywords)]
+def passed_flags(call: ast.Call) -> Optional[tuple]:
+    """``CallFacts.passed`` of a call."""
+    starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
+    positional = tuple(_passed(argument) for argument in call.args[:starred])  # after ``*args``: unknown places
+    keywords = [(keyword.arg, _passed(keyword.value)) for keyword in call.keywords if keyword.arg is not None]
+    if not (any(map(_may_be_a_device_flag, positional)) or any(_may_be_a_device_flag(v) for _, v in keywords)):
+        return None
+    return positional, tuple((k, v) for k, v in dict(keywords).items() if v is not None)
 
 
-def read_node(node: ast.AST, facts: CallFacts, known: Dict[str, str]) -> None:
-    """What one node of the module's walk adds (``facts.module_facts`` walks every node once);
+def _may_be_a_device_flag(name: Optional[str]) -> bool:
+    """``cuda``, ``use_gpu``, ``cpu_only``: what a guard may test (others are not kept)."""
+    return name is not None and any(word in name.lower() for word in ("cuda", "gpu", "cpu", "mps"))
+
+
+def _passed(argument: ast.expr) -> Optional[str]:
+    """``cuda`` for an argument ``args.cuda`` (what may carry an option), else None."""
+    return argument.attr if isinstance(argument, ast.Attribute) and isinstance(argument.value, (ast.Name, ast.Attribute)) else None
+
+
+def read_call(call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller: str, guarded: bool, receivers: Dict[str, tuple]) -> None:
+    """The one reading of a call: its record under its callee, and the names it passes as values."""
+    function = call.func
+    name = _callee(function, known)
+    if name is not None:
+        args = call.args
+        starred = False
+        for argument in args:
+            if type(argument) is ast.Starred:
+                starred = True
+                break
+        keywords = call.keywords
+        unpacked = False
+        named = []
+        for keyword in keywords:
+            if keyword.arg is None:
+                unpacked = True
+            else:
+                named.append(keyword.arg)
+        base = function.value if type(function) is ast.Attribute else None
+        record = CallFacts(
+            -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call),
+            receivers.get(base.id, ()) if type(base) is ast.Name else (), caller, guarded,
+        )
+        seen = facts.sites.get(name)
+        if seen is None:
+            facts.sites[name] = [record]
+        elif record not in seen:
+            seen.append(record)
+    for argument in call.args:
+        _escape(argument, facts, known)
+    for keyword in call.keywords:
+        _escape(keyword.value, facts, known)
+
+
+def read_node(node: ast.AST, facts: ModuleCalls, known: Dict[str, str]) -> None:
+    """What a binding, return or definition of the module's walk adds (calls: ``read_call``);
     ``known`` holds the module's ``origins``."""
-    if isinstance(node, ast.Call):
-        name = _callee(node.func, known)
-        if name is not None:
-            seen = facts.calls.setdefault(name, [])
-            summary = signature(node)
-            if summary not in seen:
-                seen.append(summary)
-        for argument in [*node.args, *(k.value for k in node.keywords)]:
-            _escape(argument, facts, known)
-    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None:
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Return)) and node.value is not None:
         _escape(node.value, facts, known)
     elif isinstance(node, ast.ClassDef):
         for base in node.bases:
@@ -102,7 +180,7 @@ def _callee(function: ast.expr, known: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def _escape(value: ast.expr, facts: CallFacts, known: Dict[str, str]) -> None:
+def _escape(value: ast.expr, facts: ModuleCalls, known: Dict[str, str]) -> None:
     name = _callee(value, known)  # a bare name or attribute, not called here
     if name is not None and name not in facts.escaped:
         facts.escaped.append(name)
@@ -135,7 +213,7 @@ def _names_cuda(value: ast.expr) -> bool:
     )
 
 
-def default_calls(modules: Dict[str, CallFacts]) -> Tuple[Dict[str, Tuple[Signature, ...]], FrozenSet[str]]:
+def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Signature, ...]], FrozenSet[str]]:
     """For each name some module defines with a CUDA device default: the signatures of its calls
     (name -> signatures), and the names used as a value, over the modules (path -> facts). A call
     counts where it may reach that definition: its origin unknown, the defining module's name
@@ -157,29 +235,50 @@ def default_calls(modules: Dict[str, CallFacts]) -> Tuple[Dict[str, Tuple[Signat
             if stems[path] in where:
                 keys.append(f"{name}@{OWN}")
             for key in keys:
-                calls.setdefault(name, []).extend(facts.calls.get(key, ()))
+                calls.setdefault(name, []).extend(record.signature() for record in facts.sites.get(key, ()))
                 if key in used_as_value:
                     escaped.add(name)
     return {name: tuple(found) for name, found in sorted(calls.items()) if found}, frozenset(escaped)
 
 
-def shaped(value) -> Optional[CallFacts]:
+def shaped(value) -> Optional[ModuleCalls]:
     """The facts a cache entry's tuple holds, or None where it has another shape."""
-    if not (isinstance(value, tuple) and len(value) == 3):
+    if not (isinstance(value, tuple) and len(value) == 6):
         return None
-    calls, defaults, escaped = value
-    if not (isinstance(calls, dict) and isinstance(defaults, list) and isinstance(escaped, list)):
+    sites, defaults, escaped, definitions, workers, backend_options = value
+    if not (isinstance(sites, dict) and isinstance(defaults, list) and isinstance(escaped, list)):
         return None
-    if not all(isinstance(name, str) for name in [*calls, *defaults, *escaped]):
+    if not all(isinstance(name, str) for name in [*sites, *defaults, *escaped, *workers]):
         return None
-    for summaries in calls.values():
-        if not isinstance(summaries, list) or not all(_is_signature(summary) for summary in summaries):
+    if not (isinstance(definitions, dict) and all(isinstance(name, str) and _typed(span, (int, int, bool)) for name, span in definitions.items())):
+        return None
+    if not (isinstance(backend_options, list) and all(type(line) is int for line in backend_options)):
+        return None
+    records = {}
+    for name, found in sites.items():
+        if not isinstance(found, list) or not all(_is_record(record) for record in found):
             return None
-    return CallFacts(calls, defaults, escaped)
+        records[name] = [CallFacts(*record) for record in found]
+    return ModuleCalls(records, defaults, escaped, definitions, workers, backend_options)
 
 
-def _is_signature(summary) -> bool:
-    return (
-        isinstance(summary, list) and len(summary) == 3 and type(summary[0]) is int
-        and isinstance(summary[1], list) and all(isinstance(k, str) for k in summary[1]) and isinstance(summary[2], bool)
-    )
+def _typed(value, kinds: tuple) -> bool:
+    return isinstance(value, list) and len(value) == len(kinds) and all(type(part) is kind for part, kind in zip(value, kinds))
+
+
+def _strings(value, none_too: bool = False) -> bool:
+    return isinstance(value, tuple) and all(isinstance(item, str) or (none_too and item is None) for item in value)
+
+
+def _is_record(record) -> bool:
+    if not (isinstance(record, tuple) and len(record) == 7):
+        return False
+    positional, keywords, unpacked, passed, receivers, caller, guarded = record
+    if not (type(positional) is int and _strings(keywords) and type(unpacked) is bool and _strings(receivers)):
+        return False
+    if passed is not None and not (
+        isinstance(passed, tuple) and len(passed) == 2 and _strings(passed[0], none_too=True)
+        and isinstance(passed[1], tuple) and all(_strings(pair) and len(pair) == 2 for pair in passed[1])
+    ):
+        return False
+    return isinstance(caller, str) and type(guarded) is bool

@@ -20,7 +20,8 @@ from typing import Any, Dict, List, Optional
 
 from ..knowledge.flags import AVAILABILITY_WORDS
 from ..syntax.ast_nodes import last_name, literal_string
-from .calls import CallFacts, origins, read_node
+from .calls import ModuleCalls, origins, read_call, read_node
+from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
 
@@ -45,8 +46,9 @@ class ModuleFacts:
     #: What it says of extension kernels (``kernels.KernelReader.facts``): builds, imports, the
     #: scopes that call into an imported module, whether it tests for the CPU.
     kernels: dict = field(default_factory=dict)
-    #: Who it calls with which device arguments, and what it defines with a CUDA device default.
-    calls: CallFacts = field(default_factory=CallFacts)
+    #: Its calls (one record each, ``calls.CallFacts``: arguments, device flags passed, where it
+    #: stands), what it defines with a CUDA device default, its definitions, its GPU workers.
+    calls: ModuleCalls = field(default_factory=ModuleCalls)
     #: Checkpoint file names written as literals in a module that loads (``'../data/pnet.pt'``).
     checkpoint_files: List[str] = field(default_factory=list)
     #: Module-level imports: local name -> the module (``import torch.nn as nn`` -> ``torch.nn``)
@@ -58,12 +60,6 @@ class ModuleFacts:
     public: Optional[List[str]] = None
     #: Module-level names bound to a device -> ``DEVICE_KINDS``'s word for it.
     devices: Dict[str, str] = field(default_factory=dict)
-    #: How many calls it makes, by the called expression's last name (``MultiBoxLoss``, ``test_net``).
-    call_counts: Dict[str, int] = field(default_factory=dict)
-    #: The calls passing an attribute named like a device flag (``MultiBoxLoss(..., args.cuda)``),
-    #: by the called expression's last name: ``[positional, keywords]`` where each argument that
-    #: is an attribute is its last name (``cuda``) and any other is None.
-    passed: Dict[str, List[list]] = field(default_factory=dict)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -74,39 +70,54 @@ DEVICE_KINDS = ("portable", "cuda", "mps", "cpu")
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONDITIONS = (ast.If, ast.IfExp)
-#: The nodes ``calls.read_node`` reads (the rest of a walk it passes over).
-_CALL_FACT_NODES = frozenset({ast.Call, ast.Assign, ast.AnnAssign, ast.Return, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef})
+#: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
+_BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 
 
 def module_facts(tree: ast.Module) -> ModuleFacts:
     """The facts of one module's tree, in one walk (each top-level piece with its scope, for
-    the kernels' facts)."""
+    the kernels' facts, and the definition it belongs to, for the calls'); each call is read once
+    the walk has seen the conditions and bindings that place it."""
     facts = ModuleFacts()
+    calls = facts.calls
     kernels = KernelReader(tree)
+    context = ContextReader()
     known = origins(tree)
     for statement in tree.body:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
-            read_node(statement, facts.calls, known)  # kernels.roots() walks its pieces, not the class node
-    for root, scope in kernels.roots():
+            read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
+    found: List[tuple] = []
+    for root, scope, caller in kernels.roots():
         for node in ast.walk(root):
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
             if kind is ast.Call:
-                _read_call(node, facts)
+                found.append((node, caller))
+                _read_call(node, facts, context)
                 kernels.read_call(node, scope)
+            elif kind is ast.Constant:
+                checkpoint_literals(node, facts.checkpoint_files)
             elif kind is ast.Assign:
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
+                    context.read_assign(node.targets[0], node.value)
+                read_node(node, calls, known)
             elif kind in _FUNCTIONS:
                 _read_predicate(node, facts)
+                context.read_function(node)
+                read_node(node, calls, known)
             elif kind in _CONDITIONS:
                 kernels.read_test(node.test)
-            elif kind is ast.Constant:
-                checkpoint_literals(node, facts.checkpoint_files)
-                continue
-            if kind in _CALL_FACT_NODES:
-                read_node(node, facts.calls, known)
+                if kind is ast.If:
+                    context.conditions.append(node)
+            elif kind in _BINDINGS:
+                read_node(node, calls, known)
+    coverage, receivers = context.coverage(), context.receivers()
+    for node, caller in found:
+        read_call(node, calls, known, caller, coverage.covers(node), receivers)
+    calls.definitions = definitions(tree)
+    calls.workers = context.workers(tree)
     facts.kernels = kernels.facts()
-    if not any(name.partition("@")[0] == "load" for name in facts.calls.calls):
+    if not any(name.partition("@")[0] == "load" for name in calls.sites):
         facts.checkpoint_files.clear()
     _read_module_level(tree.body, facts)
     return facts
@@ -190,19 +201,15 @@ def _tests_availability(test: ast.expr) -> bool:
     )
 
 
-def _read_call(call: ast.Call, facts: ModuleFacts) -> None:
+def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> None:
+    """What a call says besides its record: a save of ``.cpu()`` values, an option, a spawn."""
     name = last_name(call.func)
-    if name is not None:
-        facts.call_counts[name] = facts.call_counts.get(name, 0) + 1
-        starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
-        positional = [_passed(argument) for argument in call.args[:starred]]  # after ``*args``: unknown places
-        keywords = {keyword.arg: _passed(keyword.value) for keyword in call.keywords if keyword.arg is not None}
-        if any(map(_may_be_a_device_flag, positional)) or any(map(_may_be_a_device_flag, keywords.values())):
-            facts.passed.setdefault(name, []).append([positional, {k: v for k, v in keywords.items() if v is not None}])
     if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
         facts.cpu_saved_files.extend(file_names(call.args[1]))
     elif name == "add_argument":
         _read_option(call, facts)
+    elif name == "spawn":
+        context.read_spawn(call)
 
 
 #: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).
@@ -225,16 +232,6 @@ def file_names(path: ast.expr) -> List[str]:
     return names
 
 
-def _may_be_a_device_flag(name: Optional[str]) -> bool:
-    """``cuda``, ``use_gpu``, ``cpu_only``: what a guard may test (others are not kept)."""
-    return name is not None and any(word in name.lower() for word in ("cuda", "gpu", "cpu", "mps"))
-
-
-def _passed(argument: ast.expr) -> Optional[str]:
-    """``cuda`` for an argument ``args.cuda`` (what may carry an option), else None."""
-    return argument.attr if isinstance(argument, ast.Attribute) and isinstance(argument.value, (ast.Name, ast.Attribute)) else None
-
-
 def _moves_to_cpu(value: ast.expr) -> bool:
     return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in ast.walk(value))
 
@@ -249,6 +246,8 @@ def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
     flags = [literal_string(argument) for argument in call.args]
     longs = [flag for flag in flags if flag and flag.startswith("--")]
     shorts = [flag for flag in flags if flag and flag.startswith("-")]
+    if any("backend" in flag for flag in longs):
+        facts.calls.backend_options.extend(range(call.lineno, (call.end_lineno or call.lineno) + 1))
     dest_node = _keyword(call, "dest")
     dest = literal_string(dest_node) if dest_node is not None else (
         (longs or shorts)[0].lstrip("-").replace("-", "_") if longs or shorts else None

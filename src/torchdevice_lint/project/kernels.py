@@ -105,21 +105,24 @@ class KernelReader:
         leaf = resolved[len(EXTENSION_API):] if resolved.startswith(EXTENSION_API) else None
         return leaf if leaf in BUILDERS else None
 
-    def roots(self) -> Iterator[Tuple[ast.AST, Optional[list]]]:
+    def roots(self) -> Iterator[Tuple[ast.AST, Optional[list], str]]:
         """Each top-level piece of the tree with the scope it is read for (None: no scope of its
-        own): a function, each method of a class, or a whole autograd Function."""
+        own): a function, each method of a class, or a whole autograd Function; and the
+        definition it belongs to (``f``, ``Class.method``, ``Class``; empty at module level)."""
         for statement in self.tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield statement, self._scope(statement)
+                yield statement, self._scope(statement), statement.name
             elif isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
-                yield from ((part, None) for part in (*statement.bases, *statement.keywords, *statement.decorator_list))
+                yield from ((part, None, "") for part in (*statement.bases, *statement.keywords, *statement.decorator_list))
                 for inner in statement.body:
-                    methods = isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    yield inner, self._scope(inner) if methods else None
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        yield inner, self._scope(inner), f"{statement.name}.{inner.name}"
+                    else:
+                        yield inner, None, ""
             elif isinstance(statement, ast.ClassDef):
-                yield statement, self._scope(statement)
+                yield statement, self._scope(statement), statement.name
             else:
-                yield statement, None
+                yield statement, None, ""
 
     def _scope(self, definition: ast.AST) -> list:
         decorators = getattr(definition, "decorator_list", ())

@@ -24,6 +24,7 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
 from .calls import default_calls
+from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernels import CudaOnlyCode
@@ -96,10 +97,11 @@ class Project:
     def facts(self) -> ProjectFacts:
         if self._facts is None:
             named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
-            calls, escaped = default_calls({path: facts.calls for path, facts in self.modules.items()})
+            modules = {path: facts.calls for path, facts in self.modules.items()}
+            calls, escaped = default_calls(modules)
             self._facts = dataclasses.replace(
                 combined_facts(self.modules),
-                default_calls=calls, escaped=escaped, shipped_files=shipped_files(str(self.root), named) if named else {},
+                default_calls=calls, escaped=escaped, context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
             )
         return self._facts
 
@@ -128,12 +130,19 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     predicates: Dict[str, list] = {}
     saved = set()
     passed: Dict[str, list] = {}
+    every: Dict[str, bool] = {}  # callee last name -> whether each of its calls passes a flag attribute
     for facts in modules.values():
-        for name, calls in facts.passed.items():
-            passed.setdefault(name, []).extend(
-                [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords.items()}]
-                for positional, keywords in calls
-            )
+        for key, records in facts.calls.sites.items():
+            name = key.partition("@")[0]
+            for record in records:
+                if record.passed is None:
+                    every[name] = False
+                    continue
+                every.setdefault(name, True)
+                positional, keywords = record.passed
+                passed.setdefault(name, []).append(
+                    [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords}]
+                )
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -146,9 +155,8 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
-    counts = {name: sum(facts.call_counts.get(name, 0) for facts in modules.values()) for name in passed}
     # only callees every call of which passes an attribute can take an option's default
-    arguments = {name: calls for name, calls in passed.items() if len(calls) == counts[name]}
+    arguments = {name: calls for name, calls in passed.items() if every[name]}
     return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
 
 

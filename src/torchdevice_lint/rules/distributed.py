@@ -82,8 +82,33 @@ class HardcodedDistributedBackend(Rule):
             "import torch\n\ndef subprocess_fn(rank, args):\n    if args.num_gpus > 1:\n"
             "        torch.distributed.init_process_group(backend='nccl', rank=rank, world_size=args.num_gpus)\n"
         ),
+        # ultralytics/yolov3 train.py:322: every call of the helper in the project stands under a CUDA check
+        Valid(
+            "import torch\n\ndef setup(rank):\n    torch.distributed.init_process_group('nccl', rank=rank)\n",
+            files={"train.py": (
+                "from example import setup\n\ndef train(device, rank):\n    cuda = device.type != 'cpu'\n"
+                "    if cuda and rank != -1:\n        setup(rank)\n"
+            )},
+        ),
+        # zhanghang1989/ResNeSt scripts/torch/train.py:50: the option only reaches the worker mp.spawn starts per GPU
+        Valid(
+            "import argparse\nimport torch\nimport torch.multiprocessing as mp\n\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--dist-backend', default='nccl')\n\ndef main():\n"
+            "    mp.spawn(main_worker, nprocs=torch.cuda.device_count(), args=(parser.parse_args(),))\n\n"
+            "def main_worker(gpu, args):\n    torch.distributed.init_process_group(backend=args.dist_backend, rank=gpu)\n",
+            files={"launch.py": "from example import main\n\nmain()\n"},
+        ),
     )
     invalid = (
+        # one call of the helper in the project is not under the check: it runs on a CPU-only machine
+        Invalid(
+            'import torch\n\ndef setup(rank):\n    torch.distributed.init_process_group("nccl", rank=rank)\n',
+            fixed=(
+                'import torch\n\ndef setup(rank):\n'
+                '    torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo", rank=rank)\n'
+            ),
+            files={"train.py": "import torch\nfrom example import setup\n\nif torch.cuda.is_available():\n    setup(0)\nsetup(1)\n"},
+        ),
         Invalid(
             'import torch.distributed as dist\ndist.init_process_group(backend="nccl", init_method="env://")\n',
             fixed=(

@@ -68,19 +68,39 @@ class Reparser:
             (index for index, statement in enumerate(module.body) if _has_indented_block(statement)), len(module.body)
         )
 
-    def _spliced(self, text: str) -> Optional[cst.Module]:
-        old, module, spans = self.text, self.module, self.spans
+    def region(self, text: str) -> Optional[Tuple[int, int, int]]:
+        """Where ``text`` differs from the kept text, in whole top-level statements: their start,
+        their end in the kept text and in ``text``; None when that reaches the first or the last
+        statement (the header and footer), or the kept module's statements are not known."""
+        if self.module is None or self.text is None:
+            return None
+        if self.spans is None:
+            self.spans = _spans(self.text, self.module) or []
+        touched = self._touched(text) if self.spans else None
+        if touched is None:
+            return None
+        first, last = touched
+        return self.spans[first][0], self.spans[last][1], self.spans[last][1] + len(text) - len(self.text)
+
+    def _touched(self, text: str) -> Optional[Tuple[int, int]]:
+        """The first and last top-level statement the change touches, counting one that only
+        borders it; None when that is the first or the last statement of the module."""
+        old, spans = self.text, self.spans
         prefix = _common_prefix(old, text)
         suffix = _common_suffix(old, text, min(len(old), len(text)) - prefix)
         changed_end = len(old) - suffix
-        # every statement the change touches, counting one that only borders it
         touched = [index for index, (start, end) in enumerate(spans) if start <= changed_end and end >= prefix]
-        if not touched:
+        if not touched or touched[0] == 0 or touched[-1] >= len(spans) - 1:
             return None
-        first, last = touched[0], touched[-1]
-        if first == 0 or last >= len(spans) - 1 or first <= self.first_indented:
+        return touched[0], touched[-1]
+
+    def _spliced(self, text: str) -> Optional[cst.Module]:
+        module, spans = self.module, self.spans
+        touched = self._touched(text)
+        if touched is None or touched[0] <= self.first_indented:
             return None
-        shift = len(text) - len(old)
+        first, last = touched
+        shift = len(text) - len(self.text)
         start, end = spans[first][0], spans[last][1] + shift
         region = text[start:end]
         if not _starts_clean(region) or not _starts_clean(text[end:]):

@@ -1,0 +1,207 @@
+"""Calling context: code every call of which runs only where CUDA is.
+
+``smart_DDP`` (yolov3 utils/torch_utils.py) is only called under ``if cuda and RANK != -1:``
+(train.py, ``cuda = device.type != "cpu"``), and ResNeSt's ``torch_dist_sum`` and
+``MixUpWrapper`` are only reached from ``main_worker``, which ``mp.spawn`` starts once per GPU:
+their bodies run only where CUDA is, like code under the check itself. Each module contributes,
+with its calls (``calls.CallFacts``), where each call is and whether it stands under such a check;
+the project then finds, to a fixed point, the functions and classes every call of which is
+guarded or made from code already found. Conservative: a definition nobody calls, one used as a
+value (a callback, a base class), a decorated one, or a name a call could reach unseen (a method
+called on an unknown receiver) keeps its own judgement. Methods are judged through their class:
+a class every construction of which is found has all its methods found (``forward`` and
+``__iter__`` run without a call the model sees).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Dict, List, Mapping, Optional, Set, Tuple
+
+from ..knowledge import ast_guards
+from ..knowledge import cst_guards as guards
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string
+from .calls import OWN, ModuleCalls
+
+Span = Tuple[int, int]
+#: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
+Definition = Tuple[str, str]
+
+
+class ContextReader:
+    """What the module's walk hands over for the calls' context: its ``if`` statements, the
+    names bound to a device test or to a new instance, the parameters, the ``spawn`` calls."""
+
+    def __init__(self) -> None:
+        self.conditions: List[ast.If] = []
+        #: Name -> whether every ``=`` binding it is a device test (``cuda = device.type != "cpu"``).
+        self._device_tests: Dict[str, bool] = {}
+        #: Name -> the classes its ``=`` bindings construct (None: bound to something else too).
+        self._instances: Dict[str, Optional[Set[str]]] = {}
+        self._parameters: Set[str] = set()
+        self._spawns: List[ast.Call] = []
+
+    def read_assign(self, target: ast.expr, value: ast.expr) -> None:
+        if type(target) is not ast.Name:
+            return
+        name = target.id
+        self._device_tests[name] = self._device_tests.get(name, True) and _tests_device(value)
+        built = last_name(value.func) if type(value) is ast.Call else None
+        known = self._instances.get(name, set())
+        self._instances[name] = known | {built} if known is not None and built and built[:1].isupper() else None
+
+    def read_function(self, function: ast.AST) -> None:
+        arguments = function.args
+        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+            if argument is not None:
+                self._parameters.add(argument.arg)
+
+    def read_spawn(self, call: ast.Call) -> None:
+        self._spawns.append(call)
+
+    def coverage(self) -> "Coverage":
+        """Where the module's calls run only with CUDA: the bodies of ``if`` statements whose test
+        proves it (``ast_guards.sign``, or a name bound only to a device test)."""
+        devices = {name for name, test in self._device_tests.items() if test and name not in self._parameters}
+        spans = [_span(node.body) for node in self.conditions if _proves_cuda(node.test, devices)]
+        return Coverage(spans)
+
+    def receivers(self) -> Dict[str, tuple]:
+        """Name -> the classes it is constructed from, where that is all that binds it."""
+        return {
+            name: tuple(sorted(classes)) for name, classes in self._instances.items()
+            if classes and name not in self._parameters
+        }
+
+    def workers(self, tree: ast.Module) -> List[str]:
+        """The functions ``spawn(worker, nprocs=n)`` starts, where ``n`` counts the GPUs."""
+        if not self._spawns:
+            return []
+        counts = {
+            dotted_name(target) for node in ast.walk(tree) if type(node) is ast.Assign and _counts_gpus(node.value)
+            for target in node.targets
+        } - {None}
+        found = []
+        for call in self._spawns:
+            positional = [argument for argument in call.args if type(argument) is not ast.Starred]
+            nprocs = next((k.value for k in call.keywords if k.arg == "nprocs"), positional[2] if len(positional) > 2 else None)
+            if positional and type(positional[0]) is ast.Name and nprocs is not None and (
+                _counts_gpus(nprocs) or dotted_name(nprocs) in counts
+            ):
+                found.append(positional[0].id)
+        return found
+
+
+def _span(nodes: List[ast.stmt]) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    first, last = nodes[0], nodes[-1]
+    return (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
+
+
+class Coverage(ast_guards.Coverage):
+    def __init__(self, spans) -> None:
+        super().__init__(spans)
+        self.empty = not spans
+
+    def covers(self, node: ast.AST) -> bool:
+        return not self.empty and super().covers(node)
+
+
+def _counts_gpus(value: ast.expr) -> bool:
+    return any(type(node) is ast.Call and last_name(node.func) == "device_count" for node in ast.walk(value))
+
+
+def _tests_device(value: ast.expr) -> bool:
+    """``device.type != "cpu"``, ``args.device == "cuda"``, ``torch.cuda.is_available()``."""
+    if type(value) is ast.Compare and len(value.ops) == 1:
+        text = literal_string(value.comparators[0]) or ""
+        operator = type(value.ops[0])
+        return (operator is ast.NotEq and text == "cpu") or (operator is ast.Eq and text.startswith("cuda"))
+    return ast_guards.sign(value) == guards.POSITIVE
+
+
+def _proves_cuda(test: ast.expr, devices: Set[str]) -> bool:
+    if type(test) is ast.Name:
+        return test.id in devices
+    if type(test) is ast.BoolOp and type(test.op) is ast.And:
+        return any(_proves_cuda(value, devices) for value in test.values)
+    return ast_guards.sign(test) == guards.POSITIVE
+
+
+def definitions(tree: ast.Module) -> Dict[str, list]:
+    """``ModuleCalls.definitions``: top-level functions and classes, and the methods of those."""
+    found: Dict[str, list] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found[statement.name] = _definition(statement)
+            if isinstance(statement, ast.ClassDef):
+                for inner in statement.body:
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        found[f"{statement.name}.{inner.name}"] = _definition(inner)
+    return found
+
+
+def _definition(node: ast.AST) -> list:
+    first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+    return [first, node.end_lineno or node.lineno, bool(node.decorator_list)]
+
+
+def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Span, ...]]:
+    """By module path: the lines of the definitions that only run where CUDA is (see above), and
+    the ``--backend`` options of a module whose process groups all start there."""
+    stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
+    found: Set[Definition] = set()
+    candidates = _candidates(modules, stems)
+    changed = True
+    while changed:
+        changed = False
+        for definition, sites in candidates.items():
+            if definition not in found and all(guarded or _within_found(found, caller) for caller, guarded in sites):
+                found.add(definition)
+                changed = True
+    spans: Dict[str, List[Span]] = {}
+    for path, name in found:
+        first, last, _ = modules[path].definitions.get(name, [0, 0, False])
+        if last:
+            spans.setdefault(path, []).append((first, last))
+    for path, calls in modules.items():
+        starts = [(path, record.caller, record.guarded) for key, records in calls.sites.items()
+                  if key.partition("@")[0] == "init_process_group" for record in records]
+        if calls.backend_options and starts and all(guarded or _within_found(found, (p, c)) for p, c, guarded in starts):
+            spans.setdefault(path, []).extend((line, line) for line in calls.backend_options)
+    return {path: tuple(sorted(found_spans)) for path, found_spans in spans.items()}
+
+
+def _within_found(found: Set[Definition], caller: Tuple[str, str]) -> bool:
+    path, name = caller
+    return bool(name) and ((path, name) in found or (path, name.partition(".")[0]) in found)
+
+
+def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) -> Dict[Definition, List[tuple]]:
+    """Each top-level function and class that is called, never used as a value nor decorated ->
+    its call sites ``((calling module, caller), guarded)``: every call that may reach it (its
+    name from an unknown origin, from a module of its module's name, or its own module's). A
+    worker started once per GPU is one too, its start (which passes it as a value) a guarded
+    call; its other calls (``main_worker(args.gpu, ...)`` without ``spawn``) count as any call."""
+    by_name: Dict[str, List[Tuple[str, list]]] = {}
+    for path, calls in modules.items():
+        for key, records in calls.sites.items():
+            by_name.setdefault(key.partition("@")[0], []).append((path, [key.partition("@")[2], records]))
+    escaped: Set[str] = {key for calls in modules.values() for key in calls.escaped}
+    candidates: Dict[Definition, List[tuple]] = {}
+    for path, calls in modules.items():
+        stem = stems[path]
+        for name, (_, _, decorated) in calls.definitions.items():
+            worker = name in calls.workers
+            if not worker and ("." in name or decorated or {name, f"{name}@{stem}"} & escaped or f"{name}@{OWN}" in calls.escaped):
+                continue
+            sites = []
+            for caller_path, (origin, records) in by_name.get(name, ()):
+                if origin and origin != stem and not (origin == OWN and caller_path == path):
+                    continue  # another module's namesake
+                if origin == OWN and caller_path != path:
+                    continue
+                sites.extend(((caller_path, record.caller), record.guarded) for record in records)
+            if sites or worker:
+                candidates[(path, name)] = sites
+    return candidates

@@ -1,0 +1,76 @@
+"""Calling context: a function or class every call of which in the project runs only where CUDA
+is (under a CUDA check, or from a worker ``mp.spawn`` starts once per GPU) has its body judged
+like code under the check (``project/context.py``)."""
+
+from pathlib import Path
+
+from torchdevice_lint import api
+from torchdevice_lint.project.model import Projects
+
+HELPER = "import torch\n\n\ndef smart_ddp(model):\n    return model.cuda()\n"
+GUARDED_CALL = (
+    "import torch\nfrom utils import smart_ddp\n\n\ndef train(model, device, rank):\n"
+    "    cuda = device.type != 'cpu'\n    if cuda and rank != -1:\n        model = smart_ddp(model)\n    return model\n"
+)
+SPAWN = (
+    "import torch\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\nimport argparse\n"
+    "from utils import smart_ddp\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--dist-backend', default='nccl')\n\n\ndef main(args):\n"
+    "    gpus = torch.cuda.device_count()\n    mp.spawn(main_worker, nprocs=gpus, args=(args,))\n\n\n"
+    "def main_worker(gpu, args):\n    dist.init_process_group(backend=args.dist_backend)\n    smart_ddp(None)\n"
+)
+
+
+def codes(root: Path, files: dict, checked: str = "utils.py"):
+    (root / "setup.py").write_text("")
+    for name, code in files.items():
+        (root / name).write_text(code)
+    path = root / checked
+    return [f.code for f in api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings]
+
+
+def test_a_helper_called_only_under_a_cuda_check_is_judged_guarded(tmp_path):
+    assert codes(tmp_path, {"utils.py": HELPER, "train.py": GUARDED_CALL}) == []
+
+
+def test_a_helper_nobody_calls_stays_reported(tmp_path):
+    assert codes(tmp_path, {"utils.py": HELPER}) == ["TDV101"]
+
+
+def test_one_unguarded_call_keeps_the_finding(tmp_path):
+    files = {"utils.py": HELPER, "train.py": GUARDED_CALL, "demo.py": "from utils import smart_ddp\nsmart_ddp(None)\n"}
+    assert codes(tmp_path, files) == ["TDV101"]
+
+
+def test_a_helper_also_used_as_a_value_stays_reported(tmp_path):
+    files = {"utils.py": HELPER, "train.py": GUARDED_CALL, "hooks.py": "from utils import smart_ddp\nwrap = smart_ddp\n"}
+    assert codes(tmp_path, files) == ["TDV101"]
+
+
+def test_a_namesake_in_another_module_does_not_count(tmp_path):
+    files = {"utils.py": HELPER, "train.py": GUARDED_CALL, "other.py": "def smart_ddp(m):\n    return m\n\n\nsmart_ddp(None)\n"}
+    assert codes(tmp_path, files) == []
+
+
+def test_a_worker_spawned_per_gpu_and_what_it_calls_are_judged_guarded(tmp_path):
+    files = {"utils.py": HELPER, "train.py": SPAWN}
+    assert codes(tmp_path, files) == []
+    assert codes(tmp_path, files, "train.py") == []  # the --dist-backend option only reaches the worker
+
+
+def test_a_process_group_started_outside_the_worker_keeps_the_backend_finding(tmp_path):
+    files = {"utils.py": HELPER, "train.py": SPAWN + "\n\ndist.init_process_group(backend=parser.parse_args().dist_backend)\n"}
+    assert codes(tmp_path, files, "train.py") == ["TDV303"]
+
+
+def test_a_class_built_only_in_the_worker_has_its_methods_judged_guarded(tmp_path):
+    wrapper = "import torch\n\n\nclass MixUp:\n    def __iter__(self):\n        yield torch.randperm(8).cuda()\n"
+    train = SPAWN.replace("from utils import smart_ddp", "from utils import MixUp").replace("smart_ddp(None)", "MixUp()")
+    assert codes(tmp_path, {"utils.py": wrapper, "train.py": train}) == []
+    assert codes(tmp_path, {"utils.py": wrapper, "train.py": train, "demo.py": "from utils import MixUp\nMixUp()\n"}) == ["TDV101"]
+
+
+def test_a_worker_also_called_directly_without_spawn_is_judged_as_usual(tmp_path):
+    """facebookresearch/moco main_lincls.py: ``mp.spawn`` per GPU, else ``main_worker(args.gpu, ...)``."""
+    train = SPAWN.replace("    mp.spawn(main_worker", "    main_worker(0, args)\n    mp.spawn(main_worker")
+    assert codes(tmp_path, {"utils.py": HELPER, "train.py": train}) == ["TDV101"]
