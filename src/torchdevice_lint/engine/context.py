@@ -9,6 +9,7 @@ function and class enclose it, and which device expression a fix should write.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequence, Set, Tuple
@@ -18,6 +19,7 @@ import libcst as cst
 from ..knowledge import cst_guards as guards
 from ..knowledge import value_checks
 from ..knowledge.flags import FlagDefaults
+from ..knowledge.parameter_guards import ParameterGuards
 from ..knowledge.project_facts import ProjectFacts
 from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Applicability, Fix, ImportSpec
@@ -179,6 +181,7 @@ class FileContext:
         #: What the file's project says (options, files saved from the CPU); empty alone.
         self.project = project
         self.flags = FlagDefaults(module, project)
+        self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.
@@ -246,7 +249,10 @@ class FileContext:
 
     def classify(self, test: cst.BaseExpression) -> int:
         """``cst_guards.classify`` with this file's imports and user-flag defaults."""
-        return guards.classify(test, self.qualname, self.flag_default, self.holds_availability)
+        sign = guards.classify(test, self.qualname, self.flag_default, self.holds_availability)
+        if sign == guards.NEUTRAL and self.parameter_guards.never_taken(test, self.enclosing_function(), self.enclosing_class()):
+            return guards.POSITIVE  # a branch only a call the project does not make takes
+        return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
         return self.flags.default(flag, self.enclosing_function(), self.enclosing_class())

@@ -169,8 +169,12 @@ class FlagDefaults:
             return None
         if any(a.targets[0].target.value == name for a in _assignments(function.body, cst.Name)):
             return None
-        callee = klass.name.value if method and function.name.value == "__init__" else function.name.value
-        return self.project.passed_default(callee, names.index(name) if name in names else None, name)
+        initializer = method and function.name.value == "__init__"
+        callee = klass.name.value if initializer else function.name.value
+        receiver = klass.name.value if method and not initializer else None
+        return self.project.passed_default(
+            callee, names.index(name) if name in names else None, name, receiver, accepting(function, len(names))
+        )
 
     def _copied_parameter_default(self, attribute: str, klass: cst.ClassDef) -> Optional[bool]:
         """``self.use_gpu = use_gpu`` in ``__init__``: the default every call of the class passes."""
@@ -228,6 +232,20 @@ class FlagDefaults:
                 found[name] = None
             self._attributes = found
         return self._attributes
+
+
+def accepting(function: cst.FunctionDef, positional: int) -> Callable[[int, list], bool]:
+    """Whether ``function`` (``positional``: how many arguments a call may pass by position)
+    takes a call passing that many positional arguments (-1: unknown) and those keywords."""
+    params = function.params
+    named = {p.name.value for p in list(params.params) + list(params.kwonly_params)}  # not positional-only ones
+    many = isinstance(params.star_arg, cst.Param)
+    anything = params.star_kwarg is not None
+
+    def accepts(count: int, keywords: list) -> bool:
+        return (many or count <= positional) and (anything or all(keyword in named for keyword in keywords))
+
+    return accepts
 
 
 def _parameter_names(function: cst.FunctionDef) -> set:

@@ -8,7 +8,7 @@ import operator as operators
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Callable, FrozenSet, Mapping, Optional, Tuple
 
 _COMPARE = {
     ">": operators.gt, ">=": operators.ge, "<": operators.lt, "<=": operators.le, "==": operators.eq, "!=": operators.ne,
@@ -58,6 +58,10 @@ class ProjectFacts:
     #: a function only called under ``if torch.cuda.is_available():`` or from a worker started
     #: once per GPU): ``(first, last)`` line spans by module path, judged like CUDA-only code.
     context_spans: Mapping[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
+    #: The calls of each function, method and class the project defines, by ``name@module
+    #: stem`` (``project.model.parameter_calls``): ``[positional count or -1, keywords, **
+    #: unpacked, flag attributes passed]``; a name nobody calls, or called unseen, is absent.
+    parameter_calls: Mapping[str, Tuple[list, ...]] = field(default_factory=dict)
 
 
     @cached_property
@@ -66,7 +70,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments, self.context_spans,
+            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls,
         ]
         if not any(parts):
             return ""
@@ -122,22 +126,35 @@ class ProjectFacts:
             for index in value
         )
 
-    def passed_default(self, callee: str, index: Optional[int], keyword: str) -> Optional[bool]:
+    def passed_default(
+        self, callee: str, index: Optional[int], keyword: str, klass: Optional[str] = None,
+        accepts: Optional[Callable[[int, list], bool]] = None,
+    ) -> Optional[bool]:
         """The default of the option every call of ``callee`` in the project passes as its
         argument ``index`` (positional, None if keyword-only) or ``keyword``: ``test_net(..., args.cuda)``
         everywhere and ``--cuda`` defaulting to True give True. None unless every call passes
-        one, and their defaults agree."""
+        one, and their defaults agree. A method of ``klass`` leaves out the calls on receivers
+        built from other classes (``loader.initialize()`` is not ``Trainer.initialize``), and
+        ``accepts`` (positional count, keywords) the calls the callee cannot take."""
         found = set()
-        for positional, keywords in self.arguments.get(callee, ()):
-            option = positional[index] if index is not None and index < len(positional) else keywords.get(keyword)
-            if isinstance(option, list):  # the calling module's own option: ``["=", default]``
-                value = bool(option[1])
-            else:
-                value = self.holds([option, False, None, None]) if option is not None else None
+        for positional, keywords, receivers, written in self.arguments.get(callee, ()):
+            if klass is not None and receivers and klass not in receivers or accepts is not None and not accepts(*written):
+                continue
+            value = self.passed_value(positional, keywords, index, keyword)
             if value is None:
                 return None
-            found.add(value)
+            found.add(bool(value))
         return found.pop() if len(found) == 1 else None
+
+    def passed_value(self, positional: Optional[list], keywords: Optional[dict], index: Optional[int], keyword: str):
+        """The default of the option a call passes as argument ``index`` or ``keyword``
+        (``_passed_in_caller``'s lists), None where unknown."""
+        if positional is None:
+            return None
+        option = positional[index] if index is not None and index < len(positional) else keywords.get(keyword)
+        if isinstance(option, list):  # the calling module's own option: ``["=", default]``
+            return option[1]
+        return self.holds([option, False, None, None]) if option is not None else None
 
     def holds(self, test: list) -> Optional[bool]:
         """Whether ``[option, len taken, operator, integer]`` is true with the defaults."""

@@ -141,7 +141,7 @@ def read_call(call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller:
         base = function.value if type(function) is ast.Attribute else None
         record = CallFacts(
             -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call),
-            receivers.get(base.id, ()) if type(base) is ast.Name else (), caller, guarded,
+            _receivers(base, receivers), caller, guarded,
         )
         seen = facts.sites.get(name)
         if seen is None:
@@ -152,6 +152,14 @@ def read_call(call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller:
         _escape(argument, facts, known)
     for keyword in call.keywords:
         _escape(keyword.value, facts, known)
+
+
+def _receivers(base: Optional[ast.expr], receivers: Dict[str, tuple]) -> tuple:
+    """The classes a method call's receiver comes from: those ``t = Trainer()`` built ``t`` from,
+    or the class named itself (``BaseDataLoader.initialize(self)``)."""
+    if type(base) is not ast.Name:
+        return ()
+    return receivers.get(base.id, (base.id,) if base.id[:1].isupper() else ())
 
 
 def read_node(node: ast.AST, facts: ModuleCalls, known: Dict[str, str]) -> None:

@@ -23,7 +23,7 @@ from typing import Dict, Iterator, Mapping, Optional
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
-from .calls import default_calls
+from .calls import OWN, CallFacts, default_calls
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
@@ -101,7 +101,7 @@ class Project:
             calls, escaped = default_calls(modules)
             self._facts = dataclasses.replace(
                 combined_facts(self.modules),
-                default_calls=calls, escaped=escaped, context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
+                default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
             )
         return self._facts
 
@@ -130,19 +130,11 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     predicates: Dict[str, list] = {}
     saved = set()
     passed: Dict[str, list] = {}
-    every: Dict[str, bool] = {}  # callee last name -> whether each of its calls passes a flag attribute
     for facts in modules.values():
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
             for record in records:
-                if record.passed is None:
-                    every[name] = False
-                    continue
-                every.setdefault(name, True)
-                positional, keywords = record.passed
-                passed.setdefault(name, []).append(
-                    [[_in_caller(argument, facts) for argument in positional], {k: _in_caller(v, facts) for k, v in keywords}]
-                )
+                passed.setdefault(name, []).append(_passed_in_caller(record, facts))
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -155,9 +147,65 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
-    # only callees every call of which passes an attribute can take an option's default
-    arguments = {name: calls for name, calls in passed.items() if every[name]}
+    # only callees some call of which passes an attribute can take an option's default
+    arguments = {name: calls for name, calls in passed.items() if any(call[0] is not None for call in calls)}
     return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
+
+
+def _passed_in_caller(record: CallFacts, caller: ModuleFacts) -> list:
+    """``[positional, keywords, receivers, written]`` of the flag attributes a call passes, each
+    option as the calling module defines it (``_in_caller``; positional and keywords None where
+    the call passes no flag attribute), with the arguments it writes: ``[positional count or -1,
+    keywords]`` (a call a function cannot accept is not its call)."""
+    written = [record.positional, list(record.keywords)]
+    if record.passed is None:
+        return [None, None, list(record.receivers), written]
+    positional, keywords = record.passed
+    return [
+        [_in_caller(argument, caller) for argument in positional], {k: _in_caller(v, caller) for k, v in keywords},
+        list(record.receivers), written,
+    ]
+
+
+def parameter_calls(modules: Mapping[str, ModuleFacts]) -> Dict[str, tuple]:
+    """For each function, method and class the project defines (``name@module stem``, a method
+    by its own name, a class for its ``__init__``): its calls as ``[positional count or -1,
+    keywords, ** unpacked, flag attributes passed (``_passed_in_caller``)]``, where a call may
+    reach it (origin unknown, its module's name, or its own module's call). Left out: names
+    nobody calls, and those used as a value or decorated (called unseen)."""
+    stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
+    defined = {}  # last name -> stems of the modules defining it
+    unseen = set()
+    for path, facts in modules.items():
+        for qualified, (_first, _last, decorated) in facts.calls.definitions.items():
+            name = qualified.rsplit(".", 1)[-1]
+            defined.setdefault(name, set()).add(stems[path])
+            if decorated:
+                unseen.add(f"{name}@{stems[path]}")
+    # a package's ``__init__`` may re-export a definition: a call through it may reach any
+    packages = {os.path.basename(os.path.dirname(path)) for path, stem in stems.items() if stem == "__init__"}
+    found: Dict[str, list] = {}
+    for path, facts in modules.items():
+        for key in facts.calls.escaped:
+            unseen.update(_reached(key, stems[path], defined, packages))
+        for key, records in facts.calls.sites.items():
+            for target in _reached(key, stems[path], defined, packages):
+                found.setdefault(target, []).extend(
+                    [r.positional, list(r.keywords), r.unpacked, _passed_in_caller(r, facts)] for r in records
+                )
+    return {key: tuple(calls) for key, calls in sorted(found.items()) if key not in unseen}
+
+
+def _reached(key: str, here: str, defined: Mapping[str, set], packages: set) -> list:
+    """The definitions (``name@stem``) a call or use keyed ``key`` in the module ``here`` may
+    reach: all of that name where its origin is unknown or a package of the project."""
+    name, _, origin = key.partition("@")
+    stems = sorted(defined.get(name, ()))
+    if origin == OWN:
+        stems = [here] if here in stems else []
+    elif origin and origin not in packages:
+        stems = [origin] if origin in stems else []
+    return [f"{name}@{stem}" for stem in stems]
 
 
 def _in_caller(argument, caller: ModuleFacts):

@@ -25,6 +25,23 @@ DEVICE_BACKEND_SINCE = (2, 8)
 DEVICE_DEFAULTS = frozenset({"nccl", "xccl"})
 
 
+_RANKED_MODEL = (
+    "import torch.distributed as dist\n\n\nclass Model:\n    def __init__(self, local_rank=-1):\n"
+    '        if local_rank != -1:\n            dist.init_process_group(backend="nccl")\n'
+)
+_RANKED_MODEL_FIXED = _RANKED_MODEL.replace(
+    "dist\n\n\n", "dist\nimport torch\n\n\n"
+).replace('"nccl"', '"nccl" if torch.cuda.is_available() else "gloo"')
+_LOCAL_RANK = (
+    "import argparse\nfrom example import Model\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--local_rank', type=int)\nargs = parser.parse_args()\n"
+)
+_STORE_TRUE = (
+    "import argparse\nfrom example import Trainer\nfrom loader import Loader\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--use_gpu', action='store_true')\nopt = parser.parse_args()\n"
+)
+
+
 class HardcodedDistributedBackend(Rule):
     code = "TDV303"
     name = "hardcoded-distributed-backend"
@@ -98,8 +115,24 @@ class HardcodedDistributedBackend(Rule):
             "def main_worker(gpu, args):\n    torch.distributed.init_process_group(backend=args.dist_backend, rank=gpu)\n",
             files={"launch.py": "from example import main\n\nmain()\n"},
         ),
+        # a branch no call in the project takes: every Model() leaves local_rank at -1 (RIFE)
+        Valid(_RANKED_MODEL, files={"infer.py": "from example import Model\n\nmodel = Model()\n"}),
+        # every call passes an option off by default, and loader.initialize() is another class's
+        Valid(
+            'import torch.distributed as dist\n\nclass Trainer:\n    def initialize(self, use_gpu=True):\n'
+            '        if use_gpu:\n            dist.init_process_group(backend="nccl")\n',
+            files={"train.py": _STORE_TRUE + "trainer = Trainer()\ntrainer.initialize(use_gpu=opt.use_gpu)\nloader = Loader()\n"
+                   "loader.initialize()\n", "loader.py": "class Loader:\n    def initialize(self):\n        pass\n"},
+        ),
     )
     invalid = (
+        # a launcher (torchrun) may set --local_rank: the caller's value is not known to be off
+        Invalid(
+            _RANKED_MODEL, fixed=_RANKED_MODEL_FIXED,
+            files={"train.py": _LOCAL_RANK + "model = Model(args.local_rank)\n"},
+        ),
+        # nobody in the project calls it: whoever does may pass a rank
+        Invalid(_RANKED_MODEL, fixed=_RANKED_MODEL_FIXED),
         # one call of the helper in the project is not under the check: it runs on a CPU-only machine
         Invalid(
             'import torch\n\ndef setup(rank):\n    torch.distributed.init_process_group("nccl", rank=rank)\n',

@@ -1,0 +1,158 @@
+"""Branches on a parameter that no call in the project takes.
+
+``class Model: def __init__(self, local_rank=-1): ... if local_rank != -1: DDP(...)`` with every
+``Model()`` in the project leaving ``local_rank`` out runs the branch only where a user edits a
+call: like code under a flag off by default, it is one the user must ask for. So is
+``if use_gpu:`` where every call passes ``use_gpu=opt.use_gpu`` and ``--use_gpu`` is a
+``store_true`` option. A function nobody calls, or one a call passes anything else (a value that
+takes the branch, a name not known to be off, ``*args``/``**kwargs``: a launcher such as torchrun
+may set ``args.local_rank``), keeps its branch.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator as operators
+from typing import Callable, Dict, List, Optional, Tuple
+
+from ..syntax.cst_lazy import cst
+from .flags import _assignments, accepting
+from .project_facts import ProjectFacts
+
+#: Whether the branch is taken when the tested parameter holds a value (None: cannot tell).
+Decision = Callable[[object], Optional[bool]]
+
+_OPERATORS = {
+    "Equal": operators.eq, "NotEqual": operators.ne, "LessThan": operators.lt, "LessThanEqual": operators.le,
+    "GreaterThan": operators.gt, "GreaterThanEqual": operators.ge, "Is": operators.is_, "IsNot": operators.is_not,
+}
+
+
+class ParameterGuards:
+    """The file's conditions on parameters, judged with the calls the project makes
+    (``ProjectFacts.parameter_calls``); ``stem`` names the file's module as calls import it."""
+
+    def __init__(self, module: cst.Module, project: ProjectFacts, stem: str) -> None:
+        self.module = module
+        self.project = project
+        self.stem = stem
+        #: (id of the function, parameter) -> the values calls give it, None where unknown.
+        self._values: Dict[Tuple[int, str], Optional[List[object]]] = {}
+
+    def never_taken(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> bool:
+        """Whether ``test`` (on a parameter of ``function``, or on ``self.x`` that ``__init__``
+        copies one to) is false with its default and with every value the project's calls pass."""
+        if function is None or not self.project.parameter_calls:
+            return False
+        tested = self._tested(test)
+        if tested is None:
+            return False
+        subject, decide = tested
+        owner: Optional[cst.FunctionDef] = function
+        if isinstance(subject, cst.Attribute):
+            owner, parameter = _copied_parameter(subject, klass)
+        else:
+            parameter = subject.value
+        if owner is None or parameter is None:
+            return False
+        key = (id(owner), parameter)
+        if key not in self._values:
+            self._values[key] = self._passed_values(parameter, owner, klass)
+        values = self._values[key]
+        return values is not None and all(decide(value) is False for value in values)
+
+    def _tested(self, test: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Decision]]:
+        """The name (or ``self.x``) a condition tests and how its value decides the branch."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            inner = self._tested(test.expression)
+            if inner is None:
+                return None
+            subject, decide = inner
+            return subject, lambda value: None if decide(value) is None else not decide(value)
+        if _subject(test):
+            return test, lambda value: bool(value)
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None
+        compare = _OPERATORS.get(type(test.comparisons[0].operator).__name__)
+        left, right = test.left, test.comparisons[0].comparator
+        flipped = not _subject(left)
+        subject, other = (right, left) if flipped else (left, right)
+        literal = self._literal(other)
+        if compare is None or not _subject(subject) or literal is None:
+            return None
+        constant = literal[0]
+        return subject, lambda value: _decided(compare, constant, value) if flipped else _decided(compare, value, constant)
+
+    def _literal(self, node: cst.BaseExpression) -> Optional[tuple]:
+        """``(value,)`` of a literal (``-1``, ``None``, ``"cpu"``), None for anything else."""
+        try:
+            return (ast.literal_eval(self.module.code_for_node(node).strip()),)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+
+    def _passed_values(self, parameter: str, function: cst.FunctionDef, klass: Optional[cst.ClassDef]) -> Optional[List[object]]:
+        """The parameter's default and each value the project's calls pass it (an option by its
+        default); None where a call passes something else, nothing calls it, or the function
+        binds the parameter again."""
+        params = function.params
+        positional = list(params.posonly_params) + list(params.params)
+        declared = next((p for p in positional + list(params.kwonly_params) if p.name.value == parameter), None)
+        if declared is None or declared.default is None:
+            return None
+        default = self._literal(declared.default)
+        if default is None or any(a.targets[0].target.value == parameter for a in _assignments(function.body, cst.Name)):
+            return None
+        method = klass is not None and any(s is function for s in klass.body.body) and not any(
+            isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators
+        )
+        names = [p.name.value for p in positional][1 if method else 0:]
+        index = names.index(parameter) if parameter in names else None
+        initializer = method and function.name.value == "__init__"
+        callee = klass.name.value if initializer else function.name.value
+        receiver = klass.name.value if method and not initializer else None
+        accepts = accepting(function, len(names))
+        values, counted = [default[0]], 0
+        for count, keywords, unpacked, (passed_positional, passed_keywords, receivers, _) in self.project.parameter_calls.get(f"{callee}@{self.stem}", ()):
+            if receiver is not None and receivers and receiver not in receivers or not accepts(count, keywords):
+                continue  # ``loader.initialize()`` calls another class's method
+            counted += 1
+            if unpacked or count < 0:
+                return None
+            if parameter in keywords or (index is not None and count > index):
+                value = self.project.passed_value(passed_positional, passed_keywords, index, parameter)
+                if value is None:
+                    return None
+                values.append(value)
+        return values if counted else None
+
+
+def _subject(node: cst.BaseExpression) -> bool:
+    """A bare name or ``self.x``: what a condition on a parameter tests."""
+    return isinstance(node, cst.Name) or (
+        isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+    )
+
+
+def _decided(compare: Callable[[object, object], bool], left: object, right: object) -> Optional[bool]:
+    try:
+        return bool(compare(left, right))
+    except TypeError:
+        return None
+
+
+def _copied_parameter(attribute: cst.Attribute, klass: Optional[cst.ClassDef]) -> Tuple[Optional[cst.FunctionDef], Optional[str]]:
+    """``(__init__, parameter)`` where ``self.x = parameter`` in ``__init__`` is the class's only
+    binding of ``self.x``; ``(None, None)`` otherwise."""
+    if klass is None:
+        return None, None
+    init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    bindings = [
+        a for a in _assignments(klass, cst.Attribute)
+        if a.targets[0].target.attr.value == attribute.attr.value
+        and isinstance(a.targets[0].target.value, cst.Name) and a.targets[0].target.value.value == "self"
+    ]
+    if init is None or len(bindings) != 1 or not isinstance(bindings[0].value, cst.Name):
+        return None, None
+    if not any(bindings[0] is a for a in _assignments(init.body, cst.Attribute)):
+        return None, None
+    return init, bindings[0].value.value
