@@ -131,8 +131,14 @@ def run_check(folders: Sequence[Path]) -> List[dict]:
 
 
 def locate(finding: dict, root: Path) -> Tuple[str, str]:
-    """(repo, path inside the repo) of a finding's file."""
-    relative = Path(finding["filename"]).resolve().relative_to(root.resolve())
+    """(repo, path inside the repo) of a finding's file; a project folder of ``root`` may be a
+    link to a checkout elsewhere (a set's halves share one set's checkouts)."""
+    filename = Path(finding["filename"]).resolve()
+    for project in sorted(root.iterdir()) if root.is_dir() else ():
+        target = project.resolve()
+        if filename == target or target in filename.parents:
+            return project.name.replace("+", "/", 1), filename.relative_to(target).as_posix()
+    relative = filename.relative_to(root.resolve())
     return relative.parts[0].replace("+", "/", 1), Path(*relative.parts[1:]).as_posix()
 
 
