@@ -5,7 +5,10 @@
 
 One rule, TDV302, for all of them: each is an alias torch keeps for one device and warns about
 (FutureWarning) on every use, and each fix is the same rename with the device made explicit,
-written only where the target torch has the new name.
+written only where the target torch has the new name. Like the other CUDA-only calls, a line
+that runs only where CUDA is (an availability check, a worker spawned once per GPU, code only
+such code calls) is left alone: on a CPU or a Mac it never runs. So is the old spelling in the
+branch a version shim keeps for a torch without the new one (the other branch spells it).
 """
 
 from __future__ import annotations
@@ -73,9 +76,19 @@ SDP_BACKENDS = (
 SDPA_KERNEL_SINCE: Release = (2, 4)
 
 
+#: A training step, and a script that starts ``run`` in ``nprocs`` processes each calling it.
+WORKER_STEP = "from torch.cuda.amp import autocast\n\ndef train_step(model, x, fp16):\n    with autocast(enabled=fp16):\n        return model(x)\n"
+SPAWNED_WORKER = (
+    "import torch\nimport torch.multiprocessing as mp\nfrom example import train_step\n\n"
+    "def main(args):\n    n_gpus = torch.cuda.device_count()\n    mp.spawn(run, nprocs={nprocs}, args=(args,))\n\n"
+    "def run(rank, args):\n    model = build(args).to(rank)\n    for x in loader(args):\n        train_step(model, x, args.fp16).sum().backward()\n"
+)
+
+
 class CudaAmpApi(Rule):
     code = "TDV302"
     name = "cuda-amp-api"
+    hazard_without_cuda = True
     message = "`{0}` is deprecated{1}; use {2}"
     fix_title = "Use `{}`"
     fix_safety = Applicability.SAFE
@@ -90,7 +103,10 @@ class CudaAmpApi(Rule):
         "only know CUDA. `torch.amp` takes the device type, so the same line can later follow the "
         "run-time device, and `torch.nn.attention.sdpa_kernel` names the attention backends it "
         "enables instead of the ones it turns off. One rule holds them all: the hazard and the "
-        "fix, a rename with the device made explicit, are the same."
+        "fix, a rename with the device made explicit, are the same. Code that runs only where "
+        "CUDA is (under an availability check, in a worker started once per GPU, in functions "
+        "only such code calls) is not reported, nor the old name in the fallback branch of a "
+        "conditional whose other branch already spells the new one (a shim for older torch)."
     )
     fix_safety_note = (
         'The fix writes `torch.amp.autocast("cuda", ...)`, `torch.amp.GradScaler("cpu", ...)`, '
@@ -120,6 +136,14 @@ class CudaAmpApi(Rule):
             "    @custom_fwd\n    def forward(ctx, x):\n        return x\n"
         ),
         Valid("from torch.nn.attention import SDPBackend, sdpa_kernel\nwith sdpa_kernel(SDPBackend.MATH):\n    pass\n"),
+        # a line that runs only where CUDA is never runs on a CPU or a Mac
+        Valid("import torch\nif torch.cuda.is_available():\n    scaler = torch.cuda.amp.GradScaler()\n"),
+        # jaywalnut310/vits@2e561ba train.py:45-50,113: one worker per GPU, none without one
+        Valid(WORKER_STEP, files={"train.py": SPAWNED_WORKER.format(nprocs="n_gpus")}),
+        # ultralytics/yolov3@97b87b1 train.py:345: the old name only where torch lacks the new one
+        Valid(
+            'import torch\nscaler = torch.amp.GradScaler("cuda", enabled=amp) if TORCH_2_4 else torch.cuda.amp.GradScaler(enabled=amp)\n'
+        ),
     )
     invalid = (
         Invalid(
@@ -230,6 +254,16 @@ class CudaAmpApi(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
             config={"target-torch-version": "2.3"},
+        ),        # as many workers as the caller asks for: they start on a CPU too
+        Invalid(
+            WORKER_STEP,
+            fixed='import torch\n\ndef train_step(model, x, fp16):\n    with torch.amp.autocast("cuda", enabled=fp16):\n        return model(x)\n',
+            files={"train.py": SPAWNED_WORKER.format(nprocs="args.world_size")},
+        ),
+        # the other branch is no newer spelling: the old one runs wherever amp is on
+        Invalid(
+            "import torch\nscaler = torch.cuda.amp.GradScaler() if use_amp else None\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if use_amp else None\n',
         ),
     )
 
@@ -238,14 +272,18 @@ class CudaAmpApi(Rule):
         self._imports: Optional[Dict[str, int]] = None
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.guarded:
+            return
         name = self.ctx.qualname(node.func)
         if name == SDP_KERNEL and self._bound_once(node.func):
             self._sdp_kernel(node)
-        elif name in REPLACEMENTS and self._bound_once(node.func):
+        elif name in REPLACEMENTS and self._bound_once(node.func) and not self._shim_fallback(REPLACEMENTS[name]):
             self._rename(node, node.func, name, REPLACEMENTS[name], node.args)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         """``@torch.cuda.amp.custom_fwd`` without a call: it becomes one, with the device."""
+        if self.ctx.guarded:
+            return
         target = node.decorator
         name = self.ctx.qualname(target) if isinstance(target, (cst.Name, cst.Attribute)) else None
         replacement = REPLACEMENTS.get(name)
@@ -260,6 +298,26 @@ class CudaAmpApi(Rule):
         if self._imports is None:
             self._imports = _import_counts(self.ctx.module)
         return self._imports.get(func.value, 0) <= 1
+
+    def _shim_fallback(self, replacement: Replacement) -> bool:
+        """In one branch of the nearest conditional whose other branch calls the new spelling:
+        ``torch.amp.GradScaler("cuda") if TORCH_2_4 else torch.cuda.amp.GradScaler()``
+        (ultralytics/yolov3@97b87b1 train.py:345). The old name runs only where the code's own
+        test says the new one is missing, like the import shims ``_bound_once`` leaves alone."""
+        stack = self.ctx.stack
+        for parent, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            if isinstance(parent, (cst.FunctionDef, cst.ClassDef)):
+                return False
+            if isinstance(parent, (cst.If, cst.IfExp)) and child in (parent.body, parent.orelse):
+                other = parent.orelse if child is parent.body else parent.body
+                return other is not None and self._calls_new(other, replacement)
+        return False
+
+    def _calls_new(self, branch: cst.CSTNode, replacement: Replacement) -> bool:
+        from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+        spellings = {f"torch.{replacement.new}"} | ({f"torch.{replacement.older[0]}"} if replacement.older else set())
+        return any(self.ctx.qualname(call.func) in spellings for call in nodes_of(branch, cst.Call))
 
     def _rename(self, node, func, name: str, replacement: Replacement, args: Optional[List[cst.Arg]]) -> None:
         spelling = replacement.spelling(self.ctx.settings.target_version())
