@@ -74,3 +74,22 @@ def test_a_worker_also_called_directly_without_spawn_is_judged_as_usual(tmp_path
     """facebookresearch/moco main_lincls.py: ``mp.spawn`` per GPU, else ``main_worker(args.gpu, ...)``."""
     train = SPAWN.replace("    mp.spawn(main_worker", "    main_worker(0, args)\n    mp.spawn(main_worker")
     assert codes(tmp_path, {"utils.py": HELPER, "train.py": train}) == ["TDV101"]
+
+
+def test_a_worker_spawned_per_gpu_silences_every_cuda_only_rule_in_what_it_calls(tmp_path):
+    """jaywalnut310/vits train.py:45-50: ``n_gpus = torch.cuda.device_count()`` then
+    ``mp.spawn(run, nprocs=n_gpus, ...)``; here the worker starts no process group of its own."""
+    step = (
+        "import torch\n\n\ndef step(model, x):\n    torch.cuda.synchronize()\n"
+        "    with torch.cuda.amp.autocast():\n        return model.cuda()(x)\n"
+    )
+    train = (
+        "import torch\nimport torch.multiprocessing as mp\nfrom utils import step\n\n\ndef main():\n"
+        "    n_gpus = torch.cuda.device_count()\n    mp.spawn(run, nprocs=n_gpus, args=(n_gpus,))\n\n\n"
+        "def run(rank, n_gpus):\n    step(None, None)\n"
+    )
+    assert sorted(codes(tmp_path, {"utils.py": step})) == ["TDV101", "TDV301", "TDV302"]
+    assert codes(tmp_path, {"utils.py": step, "train.py": train}) == []
+    assert sorted(codes(tmp_path, {"utils.py": step, "train.py": train.replace("nprocs=n_gpus", "nprocs=4")})) == [
+        "TDV101", "TDV301", "TDV302"
+    ]
