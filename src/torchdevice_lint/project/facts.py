@@ -24,6 +24,7 @@ from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
+from .stateless import module_classes
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -60,6 +61,9 @@ class ModuleFacts:
     public: Optional[List[str]] = None
     #: Module-level names bound to a device -> ``DEVICE_KINDS``'s word for it.
     devices: Dict[str, str] = field(default_factory=dict)
+    #: Its top-level classes -> their resolved bases, None where one may hold a parameter, a
+    #: buffer or a submodule (``stateless.module_classes``).
+    classes: Dict[str, Optional[List[str]]] = field(default_factory=dict)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -120,6 +124,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     if not any(name.partition("@")[0] == "load" for name in calls.sites):
         facts.checkpoint_files.clear()
     _read_module_level(tree.body, facts)
+    facts.classes = module_classes(tree, facts.imports)
     return facts
 
 
