@@ -64,6 +64,9 @@ class ModuleFacts:
     #: Its top-level classes -> their resolved bases, None where one may hold a parameter, a
     #: buffer or a submodule (``stateless.module_classes``).
     classes: Dict[str, Optional[List[str]]] = field(default_factory=dict)
+    #: Whether it names MPS anywhere (a ``"mps"`` string, ``torch.backends.mps``): a project that
+    #: never does runs on the CPU wherever CUDA is missing.
+    mentions_mps: bool = False
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -100,6 +103,11 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 kernels.read_call(node, scope)
             elif kind is ast.Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
+                if type(node.value) is str and "mps" in node.value.lower():
+                    facts.mentions_mps = True
+            elif kind is ast.Attribute:
+                if node.attr == "mps":
+                    facts.mentions_mps = True
             elif kind is ast.Assign:
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
