@@ -62,6 +62,13 @@ class ProjectFacts:
     #: stem`` (``project.model.parameter_calls``): ``[positional count or -1, keywords, **
     #: unpacked, flag attributes passed]``; a name nobody calls, or called unseen, is absent.
     parameter_calls: Mapping[str, Tuple[list, ...]] = field(default_factory=dict)
+    #: The project's ``nn.Module`` classes that hold no parameter, buffer or submodule under
+    #: every definition of their name (``project/stateless.py``) -> the modules and packages
+    #: defining them: ``.cuda()`` of one has nothing to move.
+    parameterless_classes: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    #: Whether the project has modules and none of them names MPS: where CUDA is missing, it runs
+    #: on the CPU (unknown, so False, without a project).
+    never_mps: bool = False
 
 
     @cached_property
@@ -70,7 +77,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls,
+            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps,
         ]
         if not any(parts):
             return ""

@@ -24,6 +24,7 @@ from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
+from .stateless import module_classes
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -60,6 +61,12 @@ class ModuleFacts:
     public: Optional[List[str]] = None
     #: Module-level names bound to a device -> ``DEVICE_KINDS``'s word for it.
     devices: Dict[str, str] = field(default_factory=dict)
+    #: Its top-level classes -> their resolved bases, None where one may hold a parameter, a
+    #: buffer or a submodule (``stateless.module_classes``).
+    classes: Dict[str, Optional[List[str]]] = field(default_factory=dict)
+    #: Whether it names MPS anywhere (a ``"mps"`` string, ``torch.backends.mps``): a project that
+    #: never does runs on the CPU wherever CUDA is missing.
+    mentions_mps: bool = False
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -96,6 +103,11 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 kernels.read_call(node, scope)
             elif kind is ast.Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
+                if type(node.value) is str and "mps" in node.value.lower():
+                    facts.mentions_mps = True
+            elif kind is ast.Attribute:
+                if node.attr == "mps":
+                    facts.mentions_mps = True
             elif kind is ast.Assign:
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
@@ -120,6 +132,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     if not any(name.partition("@")[0] == "load" for name in calls.sites):
         facts.checkpoint_files.clear()
     _read_module_level(tree.body, facts)
+    facts.classes = module_classes(tree, facts.imports)
     return facts
 
 

@@ -30,6 +30,7 @@ from .imports import ImportResolver
 from .kernels import CudaOnlyCode
 from .roots import is_project_root
 from .shipped import shipped_files
+from .stateless import parameterless_classes
 
 #: Folders never read for the model (virtualenvs, caches, build output).
 SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
@@ -102,6 +103,11 @@ class Project:
             self._facts = dataclasses.replace(
                 combined_facts(self.modules),
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
+                never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
+                parameterless_classes=parameterless_classes(
+                    {path: facts.classes for path, facts in self.modules.items()},
+                    {path: [name for name in facts.calls.definitions if name not in facts.classes] for path, facts in self.modules.items()},
+                ),
             )
         return self._facts
 

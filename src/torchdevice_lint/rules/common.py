@@ -248,8 +248,8 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
         isinstance(receiver, cst.Name) and rule.ctx.rebinds_import(receiver.value)
     ):
         return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
-    if isinstance(receiver, cst.Call) and _parameterless(rule.ctx.qualname(receiver.func), receiver):
-        return  # ``nn.CrossEntropyLoss().cuda()`` has nothing to move: it never raises
+    if _holds_nothing_to_move(rule.ctx, receiver):
+        return  # ``nn.CrossEntropyLoss().cuda()``, ``loss = ProjectLoss()``: nothing to move, it never raises
     method = node.func.attr.value
     if any(arg.star for arg in node.args):
         rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
@@ -268,10 +268,49 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     rule.report(node, message, fix)
 
 
-def _parameterless(name: Optional[str], call: cst.Call) -> bool:
-    return name is not None and name.startswith("torch.nn.") and is_parameterless_module(
-        name.rsplit(".", 1)[-1], [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
+#: Module methods that return the module itself: ``loss = loss.cuda()`` keeps what ``loss`` was.
+_RETURNING_ITSELF = {"cuda", "cpu", "to", "train", "eval", "float", "double", "half", "requires_grad_"}
+
+
+def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
+    """A module made here, or a name every assignment of which in its scope makes one, that
+    holds no parameter or buffer: a torch class (``nn.ReLU()``) or one of the project's
+    (``ProjectFacts.parameterless_classes``)."""
+    if isinstance(receiver, cst.Call):
+        return _parameterless(ctx, receiver)
+    if not isinstance(receiver, cst.Name):
+        return False
+    name = receiver.value
+    scope = ctx.enclosing_function() or ctx.module
+    if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope.params):
+        return False
+    made = [value for value in ctx.assigned_values(scope).get(name, ()) if not _moved_itself(value, name)]
+    return bool(made) and all(isinstance(value, cst.Call) and _parameterless(ctx, value) for value in made)
+
+
+def _parameter_names(params: cst.Parameters) -> set:
+    listed = [*params.posonly_params, *params.params, *params.kwonly_params]
+    listed += [star for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]
+    return {param.name.value for param in listed}
+
+
+def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
+    return (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _RETURNING_ITSELF
+        and isinstance(value.func.value, cst.Name) and value.func.value.value == name
     )
+
+
+def _parameterless(ctx, call: cst.Call) -> bool:
+    name = ctx.qualname(call.func)
+    if name is not None and name.startswith("torch.nn."):
+        keywords = [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
+        return is_parameterless_module(name.rsplit(".", 1)[-1], keywords)
+    leaf = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    places = ctx.project.parameterless_classes.get(leaf) if leaf is not None else None
+    # a project class: called by a name no import explains (``MODEL.get_loss()`` of a module
+    # imported at run time), or through a module or package of the project that defines it
+    return places is not None and (name is None or any(part in places for part in name.split(".")[:-1]))
 
 
 def report_device_literal(rule, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:

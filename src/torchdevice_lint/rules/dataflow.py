@@ -14,7 +14,8 @@ from ..inference.shape import MODULE_BASE_ENDINGS
 from ..inference.vocabulary import TORCH_CPU_SOURCES
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import source_of
+from ..syntax.ast_nodes import dotted_name
+from ..syntax.cst_nodes import qualified, source_of
 from .common import display_only, keyword, keyword_arg
 
 # What the inference must see before it can report anything (first_stage/): a value on
@@ -304,6 +305,13 @@ def _is_constant(call: cst.Call) -> bool:
     return all(constant(arg.value) for arg in call.args)
 
 
+_CPU_ARM = (
+    "import torch\nfrom torch import nn\n\nclass Focal(nn.Module):\n    def forward(self, x):\n"
+    "        if torch.cuda.is_available():\n            return x * torch.ones(x.shape).cuda()\n"
+    "        else:\n            return x * torch.ones(x.shape)\n"
+)
+
+
 class FactoryWithoutDevice(Rule):
     code = "TDV403"
     name = "factory-without-device"
@@ -360,8 +368,12 @@ class FactoryWithoutDevice(Rule):
             "        if x.is_cuda:\n            pos = torch.arange(4).cuda()\n        else:\n            pos = torch.arange(4).to(x.device)\n"
             "        return x + pos.to(x.device)\n"
         ),
+        # the arm only a machine without CUDA runs, in a project that never picks MPS: all on the CPU
+        Valid(_CPU_ARM, files={"train.py": "import torch\n"}),
     )
     invalid = (
+        # a project that picks MPS runs that arm on a Mac's GPU too
+        Invalid(_CPU_ARM, files={"train.py": "device = 'mps'\n"}, applicability=Applicability.DISPLAY_ONLY),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
             "        pos = torch.arange(x.size(1))\n        return x + pos\n",
@@ -426,12 +438,13 @@ class FactoryWithoutDevice(Rule):
 
     def leave_Module(self, node: cst.Module) -> None:
         reported: Set[int] = set()
+        cpu_arms = _cpu_only_arms(self.ctx) if self.ctx.project.never_mps and "mps" not in self.ctx.source else ()
         for mix in infer(self.ctx).mixes:
             if not _belongs_to_factory_rule(mix):
                 continue
             for factory in _factories(mix) or ():
                 located = cst_node(self.ctx, factory)
-                if id(factory) in reported or located is None:
+                if id(factory) in reported or located is None or any(first <= factory.lineno <= last for first, last in cpu_arms):
                     continue
                 reported.add(id(factory))
                 self.report(located, self.message_for(located), self.fix_for(mix, factory))
@@ -446,6 +459,25 @@ class FactoryWithoutDevice(Rule):
         expression = _fix_device(self, mix, [factory])
         fix = _located_fix(self, [factory], _device_keyword(expression), f"Pass `device={expression}`") if expression else None
         return fix or display_only(self, "Pass `device=` of a tensor the function receives")
+
+
+def _cpu_only_arms(ctx) -> List[tuple]:
+    """The line spans of the arms only a machine without CUDA runs (``else:`` of ``if
+    torch.cuda.is_available():``, the body of ``if not ...``): in a project that never picks
+    MPS, every tensor there is on the CPU."""
+    spans = []
+    for node in ast.walk(ctx.python_tree()):
+        if not isinstance(node, ast.If):
+            continue
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if not (isinstance(test, ast.Call) and not test.args and qualified(dotted_name(test.func), ctx.aliases) == "torch.cuda.is_available"):
+            continue
+        arm = node.body if negated else node.orelse
+        if arm:
+            spans.append((arm[0].lineno, arm[-1].end_lineno))
+    return spans
 
 
 RULES = (MixedDeviceOperation, FactoryWithoutDevice)

@@ -252,7 +252,7 @@ KERNEL_CALLER = "import torch\nfrom fused_act import fused_act\n\n{}x = torch.ra
 #: A model that may run without the CUDA-only kernel (``fused=False``), in the same fashion.
 LAYER_USER = (
     "import torch\nfrom fused import FusedAct\n\n{}\nclass Net(torch.nn.Module):\n    def forward(self, x, fused=False):\n"
-    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = Net(){}\n"
+    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = torch.nn.Sequential(torch.nn.Linear(4, 4), Net()){}\n"
 )
 
 #: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).

@@ -10,17 +10,8 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    argument_usage,
-    availability_check,
-    built_string,
-    defines_device,
-    is_cuda_string,
-    may_name_cuda,
-    method_name,
-    names_a_device,
-    names_cuda_device,
-    report_device_literal,
-    report_device_method,
+    argument_usage, availability_check, built_string, defines_device, is_cuda_string, may_name_cuda, method_name,
+    names_a_device, names_cuda_device, report_device_literal, report_device_method,
 )
 from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
@@ -35,6 +26,11 @@ _LAYER_NORM = (
     "import attr\nimport torch\n\n@attr.s(eq=False)\nclass LayerNorm(torch.nn.Module):\n    n_state: int = attr.ib()\n"
     '    eps: float = attr.ib(default=1e-6)\n    device: torch.device = attr.ib(default=torch.device("cuda"))\n'
 )
+_EMPTY_LOSS = (
+    "import torch.nn as nn\n\nclass get_loss(nn.Module):\n    def __init__(self, scale=0.001):\n"
+    "        super().__init__()\n        self.scale = scale\n"
+)
+_LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"
 _GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
 
 
@@ -67,6 +63,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
         Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda(args.gpu)\n"),
+        # a project module keeping only numbers has nothing to move (its module chosen at run time)
+        Valid(_LOSS_USER, files={"models/pointnet.py": _EMPTY_LOSS, "models/pointnet2.py": _EMPTY_LOSS.replace("0.001", "1")}),
         # a module's own function named `cuda`, the module name bound only in another function
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
@@ -102,6 +100,9 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
     invalid = (
+        # one definition of the name keeps a layer: `.cuda()` moves it
+        Invalid(_LOSS_USER, files={"models/pointnet.py": _EMPTY_LOSS, "models/pointnet2.py": _EMPTY_LOSS.replace("scale\n", "nn.Linear(2, 2)\n")},
+                fixed="import importlib\nimport torch\n\n" + DEVICE + _LOSS_USER[17:].replace(".cuda()", ".to(device)")),
         Invalid(
             "import torch\nx = torch.ones(2).cuda()\n",
             fixed=(
