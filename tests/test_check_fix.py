@@ -172,6 +172,9 @@ def test_watch_checks_again_when_a_file_changes_and_ctrl_c_ends_it(project):
         [sys.executable, "-m", "torchdevice_lint", "check", "--watch", "--no-cache", "--output-format", "concise", "."],
         cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1"},
+        # a shell without job control starts background jobs with SIGINT ignored, and children
+        # inherit that (a CI run started with `&`): Ctrl-C must reach the watch as at a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines = queue.Queue()
     threading.Thread(target=_lines, args=(process.stdout, lines), daemon=True).start()
