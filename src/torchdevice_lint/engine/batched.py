@@ -101,6 +101,12 @@ class _BatchedPass(cst.CSTVisitor):
     def _end_scope(self, node: cst.CSTNode) -> None:
         self.ctx.scopes.pop()
 
+    def close(self) -> None:
+        """Drop the handler lists: they hold the pass's own bound methods, a cycle that would keep
+        the pass, its context and the module alive until the cyclic collector runs."""
+        self.entering.clear()
+        self.leaving.clear()
+
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         return None
 
@@ -255,6 +261,7 @@ def analyze_module(
         for handler in batched_pass.leavers.get(cst.Module, ()):
             handler(module)
         ctx.stack.pop()
+    batched_pass.close()
     positions: dict = {}
     findings = ctx.findings
     suppressions = noqa.LineSuppressions(source)
