@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchdevice_lint import api
-from torchdevice_lint.project.model import Projects
+from tests.project_files import project_findings
 
 MODEL = (
     "import torch\n\n\nclass Model:\n    def __init__(self, net, local_rank=-1, device_ids=None):\n"
@@ -20,11 +19,7 @@ RANK_OPTION = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_a
 
 
 def lines(root: Path, files: dict, checked: str = "model.py"):
-    (root / "setup.py").write_text("")
-    for name, code in {"model.py": MODEL, **files}.items():
-        (root / name).write_text(code)
-    path = root / checked
-    return [f.location.row for f in api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings]
+    return [f.location.row for f in project_findings(root, {"model.py": MODEL, **files}, checked)]
 
 
 def test_a_branch_every_call_leaves_at_its_default_is_not_reported(tmp_path):

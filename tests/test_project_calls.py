@@ -4,8 +4,7 @@ is no availability check (``knowledge/flags.py``, ``ProjectFacts.passed_default`
 
 from pathlib import Path
 
-from torchdevice_lint import api
-from torchdevice_lint.project.model import Projects
+from tests.project_files import project_findings
 
 LOSS = (
     "import torch\n\n\nclass Loss:\n    def __init__(self, use_gpu=True):\n        self.use_gpu = use_gpu\n\n"
@@ -15,11 +14,7 @@ OPTION = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argume
 
 
 def codes(root: Path, files: dict, checked: str = "loss.py"):
-    (root / "setup.py").write_text("")
-    for name, code in {"loss.py": LOSS, **files}.items():
-        (root / name).write_text(code)
-    path = root / checked
-    return [f.code for f in api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings]
+    return [f.code for f in project_findings(root, {"loss.py": LOSS, **files}, checked)]
 
 
 def test_a_flag_every_caller_passes_on_by_default_is_no_guard(tmp_path):

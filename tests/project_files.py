@@ -1,0 +1,18 @@
+"""A small project written into a folder and one of its files checked with the project model,
+as the CLI checks a file inside a repository."""
+
+from pathlib import Path
+from typing import Dict, List
+
+from torchdevice_lint import api
+from torchdevice_lint.model.findings import Finding
+from torchdevice_lint.project.model import Projects
+
+
+def project_findings(root: Path, files: Dict[str, str], checked: str) -> List[Finding]:
+    """Write ``files`` (name -> code) and a ``setup.py`` marking the root, then check ``checked``."""
+    (root / "setup.py").write_text("")
+    for name, code in files.items():
+        (root / name).write_text(code)
+    path = root / checked
+    return api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings
