@@ -259,8 +259,8 @@ class FileEdits:
             edits = line_edits(old, head.code)
         if place is not None:
             placed = self._placed(body[place])
-            if placed is None:
-                return False
+            if placed is None or missing and placed[0] <= end_row:
+                return False  # in or right below the rewritten head: the two are written together
             binding, spaced = binding_statement(self.analysis, body, place)
             text = self.module.code_for_node(binding) + (self.module.default_newline * 2 if spaced else "")
             edits.append(Edit(text, Location(placed[0], 1), Location(placed[0], 1)))
