@@ -81,6 +81,16 @@ _CONDITIONS = (ast.If, ast.IfExp)
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 
 
+
+def imported_name(imported: str) -> str:
+    """The dotted name an entry of ``ModuleFacts.imports`` binds: ``torch.nn`` stays,
+    ``torch.nn:Module`` is ``torch.nn.Module``, ``.:models`` (``from . import models``) ``.models``."""
+    module, colon, name = imported.partition(":")
+    if not colon:
+        return module
+    return module + name if module.endswith(".") else f"{module}.{name}"
+
+
 def module_facts(tree: ast.Module) -> ModuleFacts:
     """The facts of one module's tree, in one walk (each top-level piece with its scope, for
     the kernels' facts, and the definition it belongs to, for the calls'); each call is read once
@@ -132,7 +142,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     if not any(name.partition("@")[0] == "load" for name in calls.sites):
         facts.checkpoint_files.clear()
     _read_module_level(tree.body, facts)
-    facts.classes = module_classes(tree, facts.imports)
+    facts.classes = module_classes(tree, {local: imported_name(origin) for local, origin in facts.imports.items()})
     return facts
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Set, Tuple
 
-from .facts import ModuleFacts
+from .facts import ModuleFacts, imported_name
 
 #: Star imports and re-exports followed this deep (``models/__init__.py`` -> ``models/base.py``...).
 MAX_DEPTH = 4
@@ -104,8 +104,7 @@ def _torch_name(item: Tuple[str, str]) -> Tuple[str, Optional[str]]:
     """``("nn", "torch.nn")`` for ``import torch.nn as nn``, ``("F", "torch.nn.functional")`` for
     ``from torch.nn import functional as F``; the target None for anything not from torch."""
     local, imported = item
-    module, colon, name = imported.partition(":")
-    target = f"{module}.{name}" if colon else module
+    target = imported_name(imported)
     return local, target if target == "torch" or target.startswith("torch.") else None
 
 

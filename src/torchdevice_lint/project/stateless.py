@@ -28,7 +28,8 @@ Classes = Dict[str, Optional[List[str]]]
 
 
 def module_classes(tree: ast.Module, imports: Mapping[str, str]) -> Classes:
-    """The module's top-level classes: name -> its bases as their imports resolve them
+    """The module's top-level classes (``imports``: local name -> the dotted name it binds):
+    name -> its bases as their imports resolve them
     (``nn.Module`` -> ``torch.nn.Module``; a project class by the name written), or None where
     the class may hold a parameter, a buffer or a submodule."""
     functions = {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -52,11 +53,9 @@ def _resolved(base: ast.expr, imports: Mapping[str, str]) -> Optional[str]:
     if written is None:
         return None
     head, _, rest = written.partition(".")
-    origin = imports.get(head)
-    if origin is None:
+    full = imports.get(head)
+    if full is None:
         return written
-    module, colon, name = origin.partition(":")
-    full = origin if not colon else module + name if module.endswith(".") else f"{module}.{name}"
     return f"{full}.{rest}" if rest else full
 
 

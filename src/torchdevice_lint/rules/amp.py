@@ -254,7 +254,8 @@ class CudaAmpApi(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
             config={"target-torch-version": "2.3"},
-        ),        # as many workers as the caller asks for: they start on a CPU too
+        ),
+        # as many workers as the caller asks for: they start on a CPU too
         Invalid(
             WORKER_STEP,
             fixed='import torch\n\ndef train_step(model, x, fp16):\n    with torch.amp.autocast("cuda", enabled=fp16):\n        return model(x)\n',
