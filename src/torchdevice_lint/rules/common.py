@@ -306,7 +306,7 @@ def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
 
 def _parameterless(ctx, call: cst.Call) -> bool:
     name = ctx.qualname(call.func)
-    if name is not None and name.startswith("torch.nn."):
+    if name is not None and name.startswith(("torch.nn.", "timm.loss.")):
         keywords = [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
         return is_parameterless_module(name.rsplit(".", 1)[-1], keywords)
     leaf = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value if isinstance(call.func, cst.Attribute) else None
