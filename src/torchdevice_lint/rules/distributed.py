@@ -36,6 +36,12 @@ _LOCAL_RANK = (
     "import argparse\nfrom example import Model\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--local_rank', type=int)\nargs = parser.parse_args()\n"
 )
+_ON_CPU = (
+    "import argparse\nimport torch.distributed as dist\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--cpu', action='store_true', default=True)\nargs = parser.parse_args()\n\n"
+    'def setup(on_cpu):\n    if on_cpu:\n        dist.init_process_group(backend="gloo")\n    else:\n'
+    '        dist.init_process_group(backend="nccl")\n\nsetup(args.cpu)\n'
+)
 _STORE_TRUE = (
     "import argparse\nfrom example import Trainer\nfrom loader import Loader\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--use_gpu', action='store_true')\nopt = parser.parse_args()\n"
@@ -128,8 +134,18 @@ class HardcodedDistributedBackend(Rule):
             files={"train.py": _STORE_TRUE + "trainer = Trainer()\ntrainer.initialize(use_gpu=opt.use_gpu)\nloader = Loader()\n"
                    "loader.initialize()\n", "loader.py": "class Loader:\n    def initialize(self):\n        pass\n"},
         ),
+        # biubug6/Pytorch_Retinaface@b984b4b convert_to_onnx.py:21,32: every call passes an option
+        # on by default, so the ``else:`` is a call the project does not make
+        Valid(_ON_CPU, files={"README.py": "import torch\n"}),
     )
     invalid = (
+        Invalid(
+            _ON_CPU.replace("default=True", "default=False"),
+            fixed=_ON_CPU.replace("default=True", "default=False").replace(
+                'backend="nccl"', 'backend="nccl" if torch.cuda.is_available() else "gloo"'
+            ).replace("dist\n", "dist\nimport torch\n", 1),
+            files={"README.py": "import torch\n"},
+        ),
         # a launcher (torchrun) may set --local_rank: the caller's value is not known to be off
         Invalid(
             _RANKED_MODEL, fixed=_RANKED_MODEL_FIXED,
