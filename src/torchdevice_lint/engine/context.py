@@ -19,6 +19,7 @@ import libcst as cst
 from ..knowledge import cst_guards as guards
 from ..knowledge import value_checks
 from ..knowledge.flags import FlagDefaults
+from ..knowledge.option_values import OptionValues
 from ..knowledge.parameter_guards import ParameterGuards
 from ..knowledge.project_facts import ProjectFacts
 from ..knowledge.torch_releases import binding_expression, no_fix_note
@@ -182,6 +183,7 @@ class FileContext:
         self.project = project
         self.flags = FlagDefaults(module, project)
         self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
+        self.option_values = OptionValues(module, project)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.
@@ -254,6 +256,8 @@ class FileContext:
             return guards.POSITIVE  # a branch only a call the project does not make takes
         if sign == guards.NEUTRAL and self.parameter_guards.always_taken(test, self.enclosing_function(), self.enclosing_class()):
             return guards.NEGATIVE  # its ``else:`` likewise
+        if sign == guards.NEUTRAL:
+            return self.option_values.sign(test, self.enclosing_function())  # ``args.visible_gpus == "-1"``
         return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:

@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
 from .flags import _assignments, accepting
+from .option_values import about_devices, means_no_gpu
 from .project_facts import ProjectFacts
 
 #: Whether the branch is taken when the tested parameter holds a value (None: cannot tell).
@@ -128,13 +129,27 @@ class ParameterGuards:
             if unpacked or count < 0:
                 return None
             if parameter in keywords or (index is not None and count > index):
-                value = self.project.passed_value(passed_positional, passed_keywords, index, parameter)
+                value = self._passed_value(passed_positional, passed_keywords, index, parameter)
                 if value is None:
                     return None
                 values.append(value)
             elif not default:
                 return None  # a required parameter left out: a call the model cannot read
         return values if counted else None
+
+    def _passed_value(self, positional: Optional[list], keywords: Optional[dict], index: Optional[int], parameter: str):
+        """What a call passes as the parameter: a device option of another module off by default
+        (``train(args.visible_gpus)``, ``"-1"``: the CPU) by that default, which a comparison
+        reads, any other option by whether it holds (``ProjectFacts.passed_value``)."""
+        option = None
+        if positional is not None:
+            option = positional[index] if index is not None and index < len(positional) else keywords.get(parameter)
+        if isinstance(option, str) and about_devices(option):
+            known, default = self.project.value(option)
+            if known and default is not None and means_no_gpu(option, default):
+                return default
+        return self.project.passed_value(positional, keywords, index, parameter)
+
 
 
 def _subject(node: cst.BaseExpression) -> bool:

@@ -85,6 +85,16 @@ RAISING_CALLS = Resolved(
 )
 
 
+# nlpyang/PreSumm@70b810e src/train.py:98,117-118: a device option picking GPUs by value, the CPU
+# ("-1") by default, in another module: code on its other branch runs only where the user names GPUs
+VISIBLE_GPUS = {"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-visible_gpus', default='-1', type=str)\n"}
+_SET_DEVICE = "import torch\n\ndef train(args):\n    if args.{} != '-1':\n        torch.cuda.set_device(0)\n"
+#: TDV101's and TDV102's examples of the same option (placement.py has no room left).
+ASKED_FOR_GPUS = (
+    Valid("def restore(args, state):\n    if args.visible_gpus != '-1':\n        state = state.cuda()\n    return state\n", files=VISIBLE_GPUS),
+    Valid('import torch\n\ndef build(args, model):\n    device = "cpu" if args.visible_gpus == "-1" else "cuda"\n    return model.to(device)\n', files=VISIBLE_GPUS),
+)
+
 class UnguardedCudaApi(Rule):
     code = "TDV301"
     name = "unguarded-cuda-api"
@@ -134,6 +144,13 @@ class UnguardedCudaApi(Rule):
         ),
         Valid("import torch\nn = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"),
         Valid("import torch\n\ndef run(self):\n    if self.cuda_device is not None:\n        torch.cuda.set_device(self.cuda_device)\n"),
+        Valid(_SET_DEVICE.format("visible_gpus"), files=VISIBLE_GPUS),
+        # a name derived from the option: `device_id` is -1 unless the user names GPUs
+        Valid(
+            'import torch\n\ndef train(args):\n    device = "cpu" if args.visible_gpus == "-1" else "cuda"\n'
+            '    device_id = 0 if device == "cuda" else -1\n    if device_id >= 0:\n        torch.cuda.set_device(device_id)\n',
+            files=VISIBLE_GPUS,
+        ),
         Valid("import torch\n\ndef move_to_cuda(sample, device=None):\n    device = device or torch.cuda.current_device()\n"),
         # distributed-only code: the process group's backend is the hazard (TDV303)
         Valid(
@@ -200,6 +217,11 @@ class UnguardedCudaApi(Rule):
             'import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\nelse:\n    torch.mps.synchronize()\n',
             fixed='import torch\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\nelse:\n    if torch.backends.mps.is_available():\n        torch.mps.synchronize()\n',
         ),
+        # an option choosing a dataset is no request for CUDA; a default naming GPU 0 already picks CUDA
+        Invalid(_SET_DEVICE.format("dataset"), fixed=_SET_DEVICE.format("dataset").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("visible_gpus", "dataset")}),
+        Invalid(_SET_DEVICE.format("visible_gpus"), fixed=_SET_DEVICE.format("visible_gpus").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("'-1'", "'0'")}),
         Invalid(
             "import torch\nused = torch.accelerator.memory_allocated()\n",
             fixed=None,

@@ -13,6 +13,7 @@ from .common import (
     argument_usage, availability_check, built_string, defines_device, is_cuda_string, may_name_cuda, method_name,
     names_a_device, names_cuda_device, report_device_literal, report_device_method,
 )
+from .backend_api import ASKED_FOR_GPUS
 from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
@@ -89,6 +90,7 @@ class CudaMethodCall(Rule):
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
         KERNEL_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 at the kernel's build instead
+        ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
@@ -143,14 +145,7 @@ class CudaMethodCall(Rule):
             "class Loss(torch.nn.Module):\n    def forward(self, predictions, targets):\n"
             "        loc, conf = predictions\n        zeros = torch.zeros(conf.size(0)).to(device)\n        return loc, zeros\n",
         ),
-        Invalid(
-            "def load(model):\n    return model.cuda()\n",
-            fixed=(
-                "import torch\n\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n\n\n'
-                "def load(model):\n    return model.to(device)\n"
-            ),
-        ),
+        Invalid("def load(model):\n    return model.cuda()\n", fixed=f"import torch\n\n{DEVICE}\n\ndef load(model):\n    return model.to(device)\n"),
         Invalid(
             "import torch as th\ndevice = th.device('cpu')\nmodel = th.nn.Linear(2, 2).cuda(device=0)\n",
             fixed="import torch as th\ndevice = th.device('cpu')\nmodel = th.nn.Linear(2, 2).to(device)\n",
@@ -335,6 +330,7 @@ class HardcodedCudaDevice(Rule):
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
         Valid(_PREPARE, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
+        ASKED_FOR_GPUS[1],  # one arm of a device option's choice: "cuda" only where the user names GPUs
     )
     invalid = (
         Invalid(

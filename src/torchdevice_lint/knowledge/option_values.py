@@ -1,0 +1,167 @@
+"""Conditions that a device option's default decides.
+
+``parser.add_argument("-visible_gpus", default="-1")`` then ``device = "cpu" if
+args.visible_gpus == "-1" else "cuda"``: with the default the program runs on the CPU, and the
+other branch runs only where the user names GPUs, like code under a ``--cuda`` flag off by
+default. A comparison of such an option (or of a name one assignment derives from it: ``device_id
+= 0 if device == "cuda" else -1`` then ``device_id >= 0``) with a literal therefore guards the
+branch the default does not take. Only options about devices count (their name says gpu, cuda or
+device) and only defaults that mean "no GPU" (``-1``, ``""``, ``"cpu"``, ``None``, no GPUs
+counted): an option choosing a dataset is no request for CUDA, and a default naming GPU 0 already
+picks CUDA. An option the file assigns again, a name bound more than once or a parameter stay
+unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator as operators
+from typing import Dict, Optional, Set, Tuple, Union
+
+from ..syntax.cst_lazy import cst
+from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from .project_facts import ProjectFacts
+from .value_checks import assigned_values
+
+#: A value known at the defaults: ``(value, whether a device option decided it)``; None: unknown.
+Known = Optional[Tuple[object, bool]]
+
+_OPERATORS = {
+    "Equal": operators.eq, "NotEqual": operators.ne, "LessThan": operators.lt, "LessThanEqual": operators.le,
+    "GreaterThan": operators.gt, "GreaterThanEqual": operators.ge, "Is": operators.is_, "IsNot": operators.is_not,
+    "In": lambda left, right: left in right, "NotIn": lambda left, right: left not in right,
+}
+_LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.UnaryOperation, cst.Tuple, cst.List, cst.ConcatenatedString)
+#: How many assignments a derived name may be followed through (``device`` -> ``device_id``).
+_DEPTH = 4
+
+
+def about_devices(option: str) -> bool:
+    """``visible_gpus``, ``gpu_ids``, ``cuda_device``, ``device``: an option that picks devices."""
+    lowered = option.lower()
+    return any(word in lowered for word in ("gpu", "cuda", "device"))
+
+
+def means_no_gpu(option: str, default: object) -> bool:
+    """Whether an option's default leaves the GPU unused: ``-1``, ``"-1"``, ``""``, ``"cpu"``,
+    ``None``, ``False``, an empty list, or 0 for an option that counts GPUs (``num_gpus``)."""
+    if default is None or isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        lowered = option.lower()
+        counts = lowered.startswith(("n_", "num", "ngpu", "count")) or lowered.endswith(("gpus", "devices"))
+        return default == -1 or (default == 0 and counts)
+    if isinstance(default, str):
+        return default.strip().lower() in ("-1", "", "cpu", "none")
+    return isinstance(default, (list, tuple)) and not default
+
+
+class OptionValues:
+    """The file's conditions on device options, read with the project's option defaults."""
+
+    def __init__(self, module: cst.Module, project: ProjectFacts) -> None:
+        self.module = module
+        self.project = project
+        self._reassigned: Optional[Set[str]] = None
+        self._assigned: Dict[int, dict] = {}
+
+    def sign(self, test: cst.BaseExpression, scope: Optional[cst.FunctionDef]) -> int:
+        """NEGATIVE where ``test`` is true with the defaults and a device option off by default
+        decides it (the branch it skips needs the user's GPUs), POSITIVE where it is false,
+        NEUTRAL otherwise. ``scope``: the enclosing function (None: module level)."""
+        if not self.project.options or not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation)):
+            return NEUTRAL
+        known = self._value(test, scope if scope is not None else self.module, _DEPTH)
+        if known is None or not known[1]:
+            return NEUTRAL
+        return NEGATIVE if known[0] else POSITIVE
+
+    def _value(self, node: cst.BaseExpression, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self._value(node.expression, scope, depth)
+            return None if inner is None else (not inner[0], inner[1])
+        if isinstance(node, _LITERALS):
+            return self._literal(node)
+        if isinstance(node, cst.Name):
+            return self._name(node.value, scope, depth)
+        if isinstance(node, cst.Attribute):
+            return self._option(node.attr.value)
+        if isinstance(node, cst.IfExp):
+            test = self._value(node.test, scope, depth)
+            if test is None:
+                return None
+            arm = self._value(node.body if test[0] else node.orelse, scope, depth)
+            return None if arm is None else (arm[0], test[1] or arm[1])
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            return self._compared(node, scope, depth)
+        if isinstance(node, cst.BooleanOperation):
+            return self._combined(node, scope, depth)
+        return None
+
+    def _compared(self, node: cst.Comparison, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
+        compare = _OPERATORS.get(type(node.comparisons[0].operator).__name__)
+        left = self._value(node.left, scope, depth)
+        right = self._value(node.comparisons[0].comparator, scope, depth) if left is not None else None
+        if compare is None or right is None:
+            return None
+        try:
+            return bool(compare(left[0], right[0])), left[1] or right[1]
+        except TypeError:
+            return None
+
+    def _combined(self, node: cst.BooleanOperation, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
+        """``a and b`` is false when one side is known false (``or``: true when one is true)."""
+        deciding = not isinstance(node.operator, cst.And)
+        sides = [self._value(side, scope, depth) for side in (node.left, node.right)]
+        for side in sides:
+            if side is not None and bool(side[0]) is deciding:
+                return deciding, side[1]
+        if all(side is not None for side in sides):
+            return (not deciding), sides[0][1] or sides[1][1]
+        return None
+
+    def _literal(self, node: cst.BaseExpression) -> Known:
+        try:
+            return ast.literal_eval(self.module.code_for_node(node).strip()), False
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+
+    def _name(self, name: str, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
+        """A constant, or a name bound by one assignment in ``scope`` (a parameter is unknown)."""
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name], False
+        if depth == 0 or isinstance(scope, cst.FunctionDef) and name in _parameters(scope):
+            return None
+        key = id(scope)
+        if key not in self._assigned:
+            self._assigned[key] = assigned_values(scope)
+        values = self._assigned[key].get(name, ())
+        if len(values) != 1 or values[0] is None:
+            return None
+        return self._value(values[0], scope, depth - 1)
+
+    def _option(self, name: str) -> Known:
+        """The default of the device option ``name`` (or of the one it copies), when it means no
+        GPU and this file never assigns it."""
+        option = name if name in self.project.options else self.project.copies.get(name)
+        if option is None or option not in self.project.options or not about_devices(option):
+            return None
+        default = self.project.options[option]
+        if not means_no_gpu(option, default) or name in self._reassigned_attributes() or option in self._reassigned_attributes():
+            return None
+        return default, True
+
+    def _reassigned_attributes(self) -> Set[str]:
+        """Attribute names the file assigns (``args.visible_gpus = ...``): their values may differ
+        from the defaults."""
+        if self._reassigned is None:
+            names = assigned_values(self.module, nested=True)
+            self._reassigned = {name.rsplit(".", 1)[-1] for name in names if "." in name}
+        return self._reassigned
+
+
+def _parameters(function: cst.FunctionDef) -> Set[str]:
+    params = function.params
+    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {param.name.value for param in named + starred}
