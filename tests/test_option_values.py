@@ -65,6 +65,7 @@ def test_a_file_checked_alone_keeps_todays_judgement(tmp_path):
     ("visible_gpus", "-1", True), ("gpu_ids", "", True), ("device", "cpu", True), ("gpu", -1, True),
     ("num_gpus", 0, True), ("gpu", None, True), ("gpu_ids", [], True),
     ("gpu_ids", "0", False), ("gpu", 0, False), ("device", "cuda", False), ("num_gpus", 2, False),
+    ("device", "", False),  # YOLOv5's `--device ''`: the best device there is
 ])
 def test_a_default_means_no_gpu_only_when_it_names_none(option, default, off):
     assert means_no_gpu(option, default) is off
