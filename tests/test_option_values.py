@@ -23,6 +23,8 @@ TRAIN = (
     "    return state.to(device)\n"
 )
 
+PLACE = "import torch\n\n\ndef place(gpus, x):\n    if gpus != '-1':\n        x = x.cuda()\n    return x\n"
+
 
 def codes(root: Path, option: str, default: str, code: str = TRAIN):
     files = {"opts.py": OPTIONS.format(option, default), "train.py": code}
@@ -45,6 +47,17 @@ def test_other_options_keep_their_branches_reported(tmp_path, option, default):
 def test_an_option_the_file_sets_again_is_not_its_default(tmp_path):
     code = TRAIN.replace("    device =", "    args.visible_gpus = pick()\n    device =")
     assert [code for _, code in codes(tmp_path, "-visible_gpus", "'-1'", code)] == ["TDV102", "TDV301", "TDV101"]
+
+
+def test_an_option_another_module_sets_is_not_its_default(tmp_path):
+    files = {
+        "opts.py": OPTIONS.format("-visible_gpus", "'-1'") + "args = parser.parse_args()\nargs.visible_gpus = os.environ['GPUS']\n",
+        "train.py": TRAIN,
+        "main.py": "from place import place\nplace(args.visible_gpus, x)\n",
+        "place.py": PLACE,
+    }
+    assert [f.code for f in project_findings(tmp_path, files, "train.py")] == ["TDV102", "TDV301", "TDV101"]
+    assert [f.code for f in project_findings(tmp_path, files, "place.py")] == ["TDV101"]
 
 
 def test_a_name_bound_twice_is_not_followed(tmp_path):
@@ -77,14 +90,12 @@ def test_options_about_devices_name_them():
     ]
 
 
-PLACE = "import torch\n\n\ndef place(gpus, x):\n    if gpus != '-1':\n        x = x.cuda()\n    return x\n"
-
 
 @pytest.mark.parametrize("default, found", [("'-1'", []), ("'0'", [(6, "TDV101")])])
 def test_a_parameter_every_call_passes_the_option_has_its_default(tmp_path, default, found):
     files = {
         "opts.py": OPTIONS.format("-visible_gpus", default),
-        "main.py": "from train import place\nplace(args.visible_gpus, x)\n",
-        "train.py": PLACE,
+        "main.py": "from place import place\nplace(args.visible_gpus, x)\n",
+        "place.py": PLACE,
     }
-    assert sorted((f.location.row, f.code) for f in project_findings(tmp_path, files, "train.py")) == found
+    assert sorted((f.location.row, f.code) for f in project_findings(tmp_path, files, "place.py")) == found

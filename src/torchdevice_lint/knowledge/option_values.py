@@ -149,7 +149,8 @@ class OptionValues:
         if option is None or option not in self.project.options or not about_devices(option):
             return None
         default = self.project.options[option]
-        if not means_no_gpu(option, default) or name in self._reassigned_attributes() or option in self._reassigned_attributes():
+        rebound = self.project.rebound_options
+        if not means_no_gpu(option, default) or option in rebound or name in self._reassigned_attributes() or option in self._reassigned_attributes():
             return None
         return default, True
 

@@ -144,7 +144,7 @@ class ParameterGuards:
         option = None
         if positional is not None:
             option = positional[index] if index is not None and index < len(positional) else keywords.get(parameter)
-        if isinstance(option, str) and about_devices(option):
+        if isinstance(option, str) and about_devices(option) and option not in self.project.rebound_options:
             known, default = self.project.value(option)
             if known and default is not None and means_no_gpu(option, default):
                 return default

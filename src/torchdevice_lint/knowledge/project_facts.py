@@ -69,6 +69,8 @@ class ProjectFacts:
     #: Whether the project has modules and none of them names MPS: where CUDA is missing, it runs
     #: on the CPU (unknown, so False, without a project).
     never_mps: bool = False
+    #: Device options some module assigns (``args.visible_gpus = ...``): their defaults may not hold.
+    rebound_options: FrozenSet[str] = frozenset()
 
 
     @cached_property
@@ -78,6 +80,7 @@ class ProjectFacts:
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps,
+            sorted(self.rebound_options),
         ]
         if not any(parts):
             return ""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..knowledge.flags import AVAILABILITY_WORDS
+from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import last_name, literal_string
 from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
@@ -68,6 +69,9 @@ class ModuleFacts:
     #: device that may be MPS (``torch.accelerator``, Accelerate, Lightning): a project that never
     #: does runs on the CPU wherever CUDA is missing.
     mentions_mps: bool = False
+    #: Device-named attributes it assigns (``args.visible_gpus = ...``, ``self.device = d``): an
+    #: option of that name may not hold its default (``knowledge/option_values.py``).
+    rebound: List[str] = field(default_factory=list)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -125,6 +129,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 if node.attr in _MPS_ATTRIBUTES:
                     facts.mentions_mps = True
             elif kind is ast.Assign:
+                _read_rebound(node.targets, facts.rebound)
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
                     context.read_assign(node.targets[0], node.value)
@@ -295,6 +300,13 @@ def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
         facts.options[dest] = ast.literal_eval(default)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         facts.unknown_options.append(dest)
+
+
+def _read_rebound(targets: List[ast.expr], rebound: List[str]) -> None:
+    for target in targets:
+        for node in ast.walk(target):
+            if type(node) is ast.Attribute and type(node.ctx) is ast.Store and about_devices(node.attr) and node.attr not in rebound:
+                rebound.append(node.attr)
 
 
 def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:

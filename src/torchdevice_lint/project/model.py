@@ -136,7 +136,9 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     predicates: Dict[str, list] = {}
     saved = set()
     passed: Dict[str, list] = {}
+    rebound = set()
     for facts in modules.values():
+        rebound.update(facts.rebound)
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
             for record in records:
@@ -155,7 +157,10 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
     # only callees some call of which passes an attribute can take an option's default
     arguments = {name: calls for name, calls in passed.items() if any(call[0] is not None for call in calls)}
-    return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
+    return ProjectFacts(
+        known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
+        rebound_options=frozenset(rebound & known.keys()),
+    )
 
 
 def _passed_in_caller(record: CallFacts, caller: ModuleFacts) -> list:
