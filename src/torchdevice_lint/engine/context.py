@@ -183,7 +183,7 @@ class FileContext:
         self.project = project
         self.flags = FlagDefaults(module, project)
         self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
-        self.option_values = OptionValues(module, project)
+        self.option_values = OptionValues(module, project, self.assigned_values)
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.

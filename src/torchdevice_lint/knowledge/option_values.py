@@ -6,25 +6,28 @@ other branch runs only where the user names GPUs, like code under a ``--cuda`` f
 default. A comparison of such an option (or of a name one assignment derives from it: ``device_id
 = 0 if device == "cuda" else -1`` then ``device_id >= 0``) with a literal therefore guards the
 branch the default does not take. Only options about devices count (their name says gpu, cuda or
-device) and only defaults that mean "no GPU" (``-1``, ``""``, ``"cpu"``, ``None``, no GPUs
-counted): an option choosing a dataset is no request for CUDA, and a default naming GPU 0 already
-picks CUDA. An option the file assigns again, a name bound more than once or a parameter stay
-unknown.
+device) and only defaults that mean "no GPU" (``-1``, ``"cpu"``, ``None``, no GPUs counted or
+listed): an option choosing a dataset is no request for CUDA, and a default naming GPU 0 already
+picks CUDA. An option some module assigns (a launcher's rank, a parsed list), a name bound more
+than once and a parameter stay unknown; ``parameter_guards`` reads parameters every call passes
+such an option.
 """
 
 from __future__ import annotations
 
 import ast
 import operator as operators
-from typing import Dict, Optional, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..syntax.cst_lazy import cst
 from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
 from .project_facts import ProjectFacts
-from .value_checks import assigned_values
 
 #: A value known at the defaults: ``(value, whether a device option decided it)``; None: unknown.
 Known = Optional[Tuple[object, bool]]
+
+#: ``value_checks.assigned_values`` of a scope (the file's context keeps one per scope).
+Assigned = Callable[[Union["cst.FunctionDef", "cst.Module"]], Dict[str, List[Optional["cst.BaseExpression"]]]]
 
 _OPERATORS = {
     "Equal": operators.eq, "NotEqual": operators.ne, "LessThan": operators.lt, "LessThanEqual": operators.le,
@@ -61,11 +64,10 @@ def means_no_gpu(option: str, default: object) -> bool:
 class OptionValues:
     """The file's conditions on device options, read with the project's option defaults."""
 
-    def __init__(self, module: cst.Module, project: ProjectFacts) -> None:
+    def __init__(self, module: cst.Module, project: ProjectFacts, assigned: Assigned) -> None:
         self.module = module
         self.project = project
-        self._reassigned: Optional[Set[str]] = None
-        self._assigned: Dict[int, dict] = {}
+        self.assigned = assigned
 
     def sign(self, test: cst.BaseExpression, scope: Optional[cst.FunctionDef]) -> int:
         """NEGATIVE where ``test`` is true with the defaults and a device option off by default
@@ -134,33 +136,21 @@ class OptionValues:
             return {"True": True, "False": False, "None": None}[name], False
         if depth == 0 or isinstance(scope, cst.FunctionDef) and name in _parameters(scope):
             return None
-        key = id(scope)
-        if key not in self._assigned:
-            self._assigned[key] = assigned_values(scope)
-        values = self._assigned[key].get(name, ())
+        values = self.assigned(scope).get(name, ())
         if len(values) != 1 or values[0] is None:
             return None
         return self._value(values[0], scope, depth - 1)
 
     def _option(self, name: str) -> Known:
         """The default of the device option ``name`` (or of the one it copies), when it means no
-        GPU and this file never assigns it."""
+        GPU and no module of the project assigns it (``ProjectFacts.rebound_options``)."""
         option = name if name in self.project.options else self.project.copies.get(name)
         if option is None or option not in self.project.options or not about_devices(option):
             return None
         default = self.project.options[option]
-        rebound = self.project.rebound_options
-        if not means_no_gpu(option, default) or option in rebound or name in self._reassigned_attributes() or option in self._reassigned_attributes():
+        if not means_no_gpu(option, default) or option in self.project.rebound_options:
             return None
         return default, True
-
-    def _reassigned_attributes(self) -> Set[str]:
-        """Attribute names the file assigns (``args.visible_gpus = ...``): their values may differ
-        from the defaults."""
-        if self._reassigned is None:
-            names = assigned_values(self.module, nested=True)
-            self._reassigned = {name.rsplit(".", 1)[-1] for name in names if "." in name}
-        return self._reassigned
 
 
 def _parameters(function: cst.FunctionDef) -> Set[str]:
