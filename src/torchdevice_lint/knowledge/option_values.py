@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import operator as operators
+from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..syntax.cst_lazy import cst
@@ -34,7 +35,15 @@ _OPERATORS = {
     "GreaterThan": operators.gt, "GreaterThanEqual": operators.ge, "Is": operators.is_, "IsNot": operators.is_not,
     "In": lambda left, right: left in right, "NotIn": lambda left, right: left not in right,
 }
-_LITERALS = (cst.SimpleString, cst.Integer, cst.Float, cst.UnaryOperation, cst.Tuple, cst.List, cst.ConcatenatedString)
+
+
+@lru_cache(maxsize=1)
+def _literal_types() -> tuple:
+    """The nodes a literal may be (read when asked: the project model imports this module
+    without LibCST)."""
+    return cst.SimpleString, cst.Integer, cst.Float, cst.UnaryOperation, cst.Tuple, cst.List, cst.ConcatenatedString
+
+
 #: How many assignments a derived name may be followed through (``device`` -> ``device_id``).
 _DEPTH = 4
 
@@ -84,7 +93,7 @@ class OptionValues:
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             inner = self._value(node.expression, scope, depth)
             return None if inner is None else (not inner[0], inner[1])
-        if isinstance(node, _LITERALS):
+        if isinstance(node, _literal_types()):
             return self._literal(node)
         if isinstance(node, cst.Name):
             return self._name(node.value, scope, depth)
