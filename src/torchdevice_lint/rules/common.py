@@ -76,6 +76,16 @@ def built_string(
     return (built, depth) if built is not literal and names_device(text) else None
 
 
+def only_asks(above: cst.CSTNode) -> bool:
+    """Whether a ``torch.device(...)`` under ``above`` is only compared or named:
+    ``x.device != torch.device("cuda")``, ``device.type == torch.device("cuda").type`` (the
+    device-choosing helper of stable-baselines3, copied into vwxyzjn/cleanrl@fe8d8a0
+    cleanrl_utils/buffers.py:133). Constructing a device object raises nowhere."""
+    return isinstance(above, (cst.Comparison, cst.ComparisonTarget)) or (
+        isinstance(above, cst.Attribute) and above.attr.value == "type"
+    )
+
+
 def names_a_device(target: cst.BaseExpression) -> bool:
     """An assignment target named like a device (``device``, ``self.dev_device``...)."""
     name = last_name(target)

@@ -11,7 +11,7 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
     argument_usage, availability_check, built_string, defines_device, is_cuda_string, may_name_cuda, method_name,
-    names_a_device, names_cuda_device, report_device_literal, report_device_method,
+    names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .backend_api import ASKED_FOR_GPUS
 from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
@@ -313,7 +313,7 @@ class HardcodedCudaDevice(Rule):
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
-        Valid('import torch\nif attr.device != torch.device("cuda"):\n    attr = attr.to(torch.float32)\n'),
+        Valid('import torch\nif attr.device != torch.device("cuda") and x.device.type != torch.device("cuda").type:\n    attr = attr.to(torch.float32)\n'),
         Valid('print("using cuda")\nif args.device == "cuda":\n    pass\n'),
         Valid('import torch\n\ndef f(x):\n    if x.device.type == "cuda":\n        return x.to("cuda:0")\n    return x\n'),
         Valid('import torch\ndevice = torch.device("cpu" if not torch.cuda.is_available() else "cuda")\n'),
@@ -444,8 +444,8 @@ class HardcodedCudaDevice(Rule):
         if isinstance(parent, cst.Arg) and isinstance(ctx.parent(depth + 1), cst.Call):
             call = ctx.parent(depth + 1)
             usage = self._argument_usage(call, parent)
-            if usage == "device-call" and isinstance(ctx.parent(depth + 2), (cst.Comparison, cst.ComparisonTarget)):
-                return  # `x.device != torch.device("cuda")` only asks; constructing it is silent
+            if usage == "device-call" and only_asks(ctx.parent(depth + 2)):
+                return  # constructing a device that is only compared or named is silent
             if usage == "device-call":
                 self._report_device_call(literal, call)
             elif usage == "use":
