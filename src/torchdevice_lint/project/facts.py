@@ -76,8 +76,6 @@ class ModuleFacts:
 DEVICE_KINDS = ("portable", "cuda", "mps", "cpu")
 
 
-#: ``torch.backends.mps``/``torch.mps``, and ``torch.accelerator`` (MPS on a Mac).
-_MPS_ATTRIBUTES = ("mps", "accelerator")
 #: Packages whose device choice picks MPS on a Mac by themselves.
 _MPS_CHOOSING_PACKAGES = ("accelerate", "lightning", "pytorch_lightning")
 
@@ -122,7 +120,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 if type(node.value) is str and "mps" in node.value.lower():
                     facts.mentions_mps = True
             elif kind is ast.Attribute:
-                if node.attr in _MPS_ATTRIBUTES:
+                if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
             elif kind is ast.Assign:
                 if len(node.targets) == 1:
