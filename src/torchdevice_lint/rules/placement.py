@@ -10,11 +10,11 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    argument_usage, availability_check, built_string, defines_device, is_cuda_string, may_name_cuda, method_name,
-    names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
+    FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, argument_usage, availability_check, built_string, defines_device, is_cuda_string,
+    kernel_callers, may_name_cuda, method_name, names_a_device, names_cuda_device, only_asks, report_device_literal,
+    report_device_method,
 )
 from .backend_api import ASKED_FOR_GPUS
-from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -89,7 +89,7 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
-        KERNEL_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 at the kernel's build instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT,  # a CUDA-only kernel's own test (cpp_extension, ffi): one TDV310 instead
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
