@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from ..knowledge.flags import AVAILABILITY_WORDS
-from ..syntax.ast_nodes import last_name, literal_string
+from ..syntax.ast_nodes import last_name, literal_string, nodes_below
 from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
@@ -104,21 +104,24 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
             read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
     found: List[tuple] = []
+    Name, Call, Constant, Attribute, Assign = ast.Name, ast.Call, ast.Constant, ast.Attribute, ast.Assign
     for root, scope, caller in kernels.roots():
-        for node in ast.walk(root):
+        for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
-            if kind is ast.Call:
+            if kind is Name:
+                continue  # the commonest node, and nothing to read
+            if kind is Call:
                 found.append((node, caller))
                 _read_call(node, facts, context)
                 kernels.read_call(node, scope)
-            elif kind is ast.Constant:
+            elif kind is Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
                 if type(node.value) is str and "mps" in node.value.lower():
                     facts.mentions_mps = True
-            elif kind is ast.Attribute:
+            elif kind is Attribute:
                 if node.attr == "mps":
                     facts.mentions_mps = True
-            elif kind is ast.Assign:
+            elif kind is Assign:
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
                     context.read_assign(node.targets[0], node.value)
@@ -173,7 +176,7 @@ def _read_module_level(body: List[ast.stmt], facts: ModuleFacts) -> None:
         if isinstance(statement, ast.If) and statement.orelse and _tests_availability(statement.test):
             _read_device_branches(statement, kinds)
         elif isinstance(statement, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
-            for node in ast.walk(statement):  # bound there too: nothing proven about it
+            for node in nodes_below(statement):  # bound there too: nothing proven about it
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     kinds.setdefault(node.id, set()).add(None)
     facts.devices = {name: found.pop() for name, found in kinds.items() if len(found) == 1 and None not in found}
