@@ -242,16 +242,19 @@ def test_a_tree_parsed_from_other_text_is_not_taken(tmp_path):
     assert projects.take_tree(str(model), model.read_text() + "\nx = 1\n") is None
 
 
-def test_files_the_checker_decodes_otherwise_keep_no_tree(tmp_path):
+def test_trees_are_parsed_from_the_text_the_checker_decodes(tmp_path):
     model = project(tmp_path, "True")
     declared = tmp_path / "declared.py"
-    declared.write_text("# -*- coding: latin-1 -*-\nimport torch\n")
+    declared.write_bytes("# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n".encode("latin-1"))
     marked = tmp_path / "marked.py"
     marked.write_bytes(b"\xef\xbb\xbfimport torch\n")
-    projects = Projects(checked=[str(model), str(declared), str(marked)])
+    undecodable = tmp_path / "undecodable.py"
+    undecodable.write_bytes(b"name = '\xe9'\n")
+    projects = Projects(checked=[str(model), str(declared), str(marked), str(undecodable)])
     projects.of(str(model))
-    assert set(projects.trees._kept) == {str(model)}
-    assert projects.of(str(model)).modules[str(declared)].imports == {"torch": "torch"}
+    assert set(projects.trees._kept) == {str(model), str(declared), str(marked)}
+    assert projects.take_tree(str(declared), "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n") is not None
+    assert projects.take_tree(str(marked), "import torch\n") is not None
 
 
 def test_trees_beyond_the_budget_are_parsed_again_by_the_first_stage(tmp_path):

@@ -101,6 +101,10 @@ def keyed(name: str, origin: Optional[str]) -> str:
 
 def passed_flags(call: ast.Call) -> Optional[tuple]:
     """``CallFacts.passed`` of a call."""
+    if not any(type(argument) is ast.Attribute for argument in call.args) and not any(
+        type(keyword.value) is ast.Attribute for keyword in call.keywords
+    ):
+        return None  # no attribute passed (most calls): no flag
     starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
     positional = tuple(_passed(argument) for argument in call.args[:starred])  # after ``*args``: unknown places
     keywords = [(keyword.arg, _passed(keyword.value)) for keyword in call.keywords if keyword.arg is not None]

@@ -10,13 +10,14 @@ disk is known (a buffer on stdin), the model is empty and each file is judged al
 from __future__ import annotations
 
 import ast
-import codecs
 import dataclasses
 import hashlib
+import io
 import itertools
 import os
 import re
 import stat
+import tokenize
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, Mapping, Optional, Tuple
@@ -274,7 +275,7 @@ class FactsCache:
             if text is None:
                 self.by_hash[key] = _parse_facts(data)
             else:  # parsed as the first stage parses it, which may then take the tree
-                tree = _parsed_as_checked(text)
+                tree = _compiled(text)
                 self.by_hash[key] = module_facts(tree) if tree is not None else ModuleFacts()
                 if tree is not None and trees is not None:
                     trees.keep(str(file), text, tree)
@@ -330,13 +331,12 @@ def _regular_file_bytes(file: Path) -> Optional[bytes]:
 
 
 def _text_as_checked(data: bytes) -> Optional[str]:
-    """The text the checker reads from ``data`` where that is plain UTF-8 (no BOM, no coding
-    declaration), else None."""
-    if data.startswith(codecs.BOM_UTF8) or _CODING.search(b"\n".join(data.split(b"\n", 2)[:2]).decode("latin-1")):
-        return None
+    """The text the checker reads from ``data`` (``app.sources.decode``: in the encoding its BOM or
+    coding declaration names, else UTF-8), or None where it cannot decode it."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
         return None
 
 
@@ -345,6 +345,13 @@ def _parsed_as_checked(text: str) -> Optional[ast.Module]:
     coding declaration (searched for broadly) could make the bytes read otherwise."""
     if _CODING.search("\n".join(text.split("\n", 2)[:2])):
         return None
+    try:
+        return compile_python(text)
+    except Unparsable:
+        return None
+
+
+def _compiled(text: str) -> Optional[ast.Module]:
     try:
         return compile_python(text)
     except Unparsable:
