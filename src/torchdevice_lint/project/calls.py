@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
+from ..syntax.ast_nodes import nodes_below
+
 #: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
 #: where ``*args`` makes it unknown, the keywords naming a device (sorted), whether ``**kwargs`` is
 #: unpacked]``.
@@ -221,7 +223,7 @@ def _defaults_to_cuda(target: ast.expr, value: ast.expr) -> bool:
 def _names_cuda(value: ast.expr) -> bool:
     return any(
         isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda")
-        for node in ast.walk(value)
+        for node in nodes_below(value)
     )
 
 

@@ -79,6 +79,8 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
+#: Every node type the walk reads.
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Assign, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
 
 
 
@@ -104,12 +106,12 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
             read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
     found: List[tuple] = []
-    Name, Call, Constant, Attribute, Assign = ast.Name, ast.Call, ast.Constant, ast.Attribute, ast.Assign
+    Call, Constant, Attribute, Assign = ast.Call, ast.Constant, ast.Attribute, ast.Assign
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
-            if kind is Name:
-                continue  # the commonest node, and nothing to read
+            if kind not in _READ:
+                continue  # names, subscripts, operations...: most nodes, and nothing to read
             if kind is Call:
                 found.append((node, caller))
                 _read_call(node, facts, context)
@@ -223,7 +225,7 @@ def device_kind(value: ast.expr) -> Optional[str]:
 def _tests_availability(test: ast.expr) -> bool:
     """A condition that calls ``is_available()`` or ``device_count()`` (of any backend)."""
     return any(
-        isinstance(node, ast.Call) and last_name(node.func) in AVAILABILITY_WORDS for node in ast.walk(test)
+        isinstance(node, ast.Call) and last_name(node.func) in AVAILABILITY_WORDS for node in nodes_below(test)
     )
 
 
@@ -246,7 +248,7 @@ def file_names(path: ast.expr) -> List[str]:
     """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
     ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/saved_files.path_keys`` keys them."""
     names = []
-    for node in ast.walk(path):
+    for node in nodes_below(path):
         if isinstance(node, ast.JoinedStr):
             value = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -259,7 +261,7 @@ def file_names(path: ast.expr) -> List[str]:
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:
-    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in ast.walk(value))
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
