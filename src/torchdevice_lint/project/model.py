@@ -139,12 +139,15 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
-    passed: Dict[str, list] = {}
+    arguments: Dict[str, list] = {}
+    # only callees some call of which passes an attribute can take an option's default
+    flagged = {key.partition("@")[0] for facts in modules.values() for key, records in facts.calls.sites.items()
+               if any(record.passed is not None for record in records)}
     for facts in modules.values():
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
-            for record in records:
-                passed.setdefault(name, []).append(_passed_in_caller(record, facts))
+            if name in flagged:
+                arguments.setdefault(name, []).extend(_passed_in_caller(record, facts) for record in records)
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -157,8 +160,6 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
-    # only callees some call of which passes an attribute can take an option's default
-    arguments = {name: calls for name, calls in passed.items() if any(call[0] is not None for call in calls)}
     return ProjectFacts(known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments)
 
 
