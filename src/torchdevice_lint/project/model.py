@@ -211,7 +211,9 @@ def _reached(key: str, here: str, defined: Mapping[str, set], packages: set) -> 
     """The definitions (``name@stem``) a call or use keyed ``key`` in the module ``here`` may
     reach: all of that name where its origin is unknown or a package of the project."""
     name, _, origin = key.partition("@")
-    stems = sorted(defined.get(name, ()))
+    if name not in defined:
+        return []  # most calls: of names the project does not define
+    stems = sorted(defined[name])
     if origin == OWN:
         stems = [here] if here in stems else []
     elif origin and origin not in packages:
