@@ -2,17 +2,18 @@
 as the CLI checks a file inside a repository."""
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from torchdevice_lint import api
 from torchdevice_lint.model.findings import Finding
+from torchdevice_lint.model.settings import Settings
 from torchdevice_lint.project.model import Projects
 
 
-def project_findings(root: Path, files: Dict[str, str], checked: str) -> List[Finding]:
+def project_findings(root: Path, files: Dict[str, str], checked: str, settings: Optional[Settings] = None) -> List[Finding]:
     """Write ``files`` (name -> code) and a ``setup.py`` marking the root, then check ``checked``."""
     (root / "setup.py").write_text("")
     for name, code in files.items():
         (root / name).write_text(code)
     path = root / checked
-    return api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings
+    return api.engine(settings, projects=Projects()).check_source(str(path), path.read_text()).findings

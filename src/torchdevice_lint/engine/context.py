@@ -252,6 +252,8 @@ class FileContext:
         sign = guards.classify(test, self.qualname, self.flag_default, self.holds_availability)
         if sign == guards.NEUTRAL and self.parameter_guards.never_taken(test, self.enclosing_function(), self.enclosing_class()):
             return guards.POSITIVE  # a branch only a call the project does not make takes
+        if sign == guards.NEUTRAL and self.parameter_guards.always_taken(test, self.enclosing_function(), self.enclosing_class()):
+            return guards.NEGATIVE  # its ``else:`` likewise
         return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:

@@ -144,6 +144,6 @@ def is_parameterless_module(leaf: str, keywords: Sequence[Optional[str]]) -> boo
     ``keywords`` names the call's arguments, None for a positional one."""
     if leaf in PARAMETERLESS_MODULES:
         return True
-    if leaf.endswith("Loss"):
+    if leaf.endswith(("Loss", "CrossEntropy")):  # timm.loss.SoftTargetCrossEntropy too
         return not any(keyword is None or keyword in LOSS_WEIGHT_KEYWORDS for keyword in keywords)
     return False

@@ -44,6 +44,15 @@ class ParameterGuards:
     def never_taken(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> bool:
         """Whether ``test`` (on a parameter of ``function``, or on ``self.x`` that ``__init__``
         copies one to) is false with its default and with every value the project's calls pass."""
+        return self._decided_alike(test, function, klass, False)
+
+    def always_taken(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> bool:
+        """Whether ``test`` is true with every value the project's calls pass (and the default):
+        ``if load_to_cpu:`` where every call passes a ``--cpu`` option on by default leaves the
+        ``else:`` to a call the project does not make (biubug6/Pytorch_Retinaface convert_to_onnx.py)."""
+        return self._decided_alike(test, function, klass, True)
+
+    def _decided_alike(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef], taken: bool) -> bool:
         if function is None or not self._called(function.name.value, "__init__", *((klass.name.value,) if klass is not None else ())):
             return False  # no call of the project can reach it: no value is known
         tested = self._tested(test)
@@ -65,7 +74,7 @@ class ParameterGuards:
         if key not in self._values:
             self._values[key] = self._passed_values(parameter, owner, klass)
         values = self._values[key]
-        return values is not None and all(decide(value) is False for value in values)
+        return bool(values) and all(decide(value) is taken for value in values)
 
     def _called(self, *callees: str) -> bool:
         """Whether the project calls any of these names as this module's (what ``_passed_values``
@@ -124,15 +133,15 @@ class ParameterGuards:
             return None
 
     def _passed_values(self, parameter: str, function: cst.FunctionDef, klass: Optional[cst.ClassDef]) -> Optional[List[object]]:
-        """The parameter's default and each value the project's calls pass it (an option by its
-        default); None where a call passes something else, nothing calls it, or the function
-        binds the parameter again."""
+        """The parameter's default (if it has one) and each value the project's calls pass it (an
+        option by its default); None where a call passes something else or leaves a parameter
+        without default out, nothing calls it, or the function binds the parameter again."""
         params = function.params
         positional = list(params.posonly_params) + list(params.params)
         declared = next((p for p in positional + list(params.kwonly_params) if p.name.value == parameter), None)
-        if declared is None or declared.default is None:
+        if declared is None:
             return None
-        default = self._literal(declared.default)
+        default = self._literal(declared.default) if declared.default is not None else ()
         if default is None or any(a.targets[0].target.value == parameter for a in self._assignments(function.body, cst.Name)):
             return None
         method = klass is not None and any(s is function for s in klass.body.body) and not any(
@@ -144,7 +153,7 @@ class ParameterGuards:
         callee = klass.name.value if initializer else function.name.value
         receiver = klass.name.value if method and not initializer else None
         accepts = accepting(function, len(names))
-        values, counted = [default[0]], 0
+        values, counted = list(default), 0
         for count, keywords, unpacked, (passed_positional, passed_keywords, receivers, _) in self.project.parameter_calls.get(f"{callee}@{self.stem}", ()):
             if receiver is not None and receivers and receiver not in receivers or not accepts(count, keywords):
                 continue  # ``loader.initialize()`` calls another class's method
@@ -156,6 +165,8 @@ class ParameterGuards:
                 if value is None:
                     return None
                 values.append(value)
+            elif not default:
+                return None  # a required parameter left out: a call the model cannot read
         return values if counted else None
 
 

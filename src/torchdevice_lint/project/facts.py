@@ -64,8 +64,9 @@ class ModuleFacts:
     #: Its top-level classes -> their resolved bases, None where one may hold a parameter, a
     #: buffer or a submodule (``stateless.module_classes``).
     classes: Dict[str, Optional[List[str]]] = field(default_factory=dict)
-    #: Whether it names MPS anywhere (a ``"mps"`` string, ``torch.backends.mps``): a project that
-    #: never does runs on the CPU wherever CUDA is missing.
+    #: Whether it names MPS anywhere (a ``"mps"`` string, ``torch.backends.mps``) or asks for a
+    #: device that may be MPS (``torch.accelerator``, Accelerate, Lightning): a project that never
+    #: does runs on the CPU wherever CUDA is missing.
     mentions_mps: bool = False
 
 
@@ -74,6 +75,9 @@ class ModuleFacts:
 #: machine has: ``torch.device("cuda")``), ``mps``, ``cpu``.
 DEVICE_KINDS = ("portable", "cuda", "mps", "cpu")
 
+
+#: Packages whose device choice picks MPS on a Mac by themselves.
+_MPS_CHOOSING_PACKAGES = ("accelerate", "lightning", "pytorch_lightning")
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONDITIONS = (ast.If, ast.IfExp)
@@ -121,7 +125,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 if type(node.value) is str and "mps" in node.value.lower():
                     facts.mentions_mps = True
             elif kind is Attribute:
-                if node.attr == "mps":
+                if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
             elif kind is Assign:
                 if len(node.targets) == 1:
@@ -147,6 +151,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     if not any(name.partition("@")[0] == "load" for name in calls.sites):
         facts.checkpoint_files.clear()
     _read_module_level(tree.body, facts)
+    if any(imported_name(origin).partition(".")[0] in _MPS_CHOOSING_PACKAGES for origin in facts.imports.values()):
+        facts.mentions_mps = True
     facts.classes = module_classes(tree, {local: imported_name(origin) for local, origin in facts.imports.items()})
     return facts
 

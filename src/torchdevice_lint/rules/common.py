@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple
 
 from ..engine.rule import Rule
 from ..inference.vocabulary import is_parameterless_module
+from ..knowledge import ast_guards
 from ..knowledge.backends import availability_expression
+from ..knowledge.cst_guards import NEGATIVE, POSITIVE
 from ..knowledge.torch_releases import has, lacking, no_fix_note, torch_names
 from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
@@ -303,7 +306,7 @@ def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
 
 def _parameterless(ctx, call: cst.Call) -> bool:
     name = ctx.qualname(call.func)
-    if name is not None and name.startswith("torch.nn."):
+    if name is not None and name.startswith(("torch.nn.", "timm.loss.")):
         keywords = [arg.keyword.value if arg.keyword is not None else None for arg in call.args]
         return is_parameterless_module(name.rsplit(".", 1)[-1], keywords)
     leaf = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value if isinstance(call.func, cst.Attribute) else None
@@ -338,3 +341,32 @@ def report_device_literal(rule, literal: cst.BaseExpression, replaced: cst.CSTNo
             {replaced: lambda _: choice.expression()}, needs_device_binding=choice.needs_binding, imports=choice.imports()
         )
     rule.report(literal, message, fix)
+
+
+def may_meet_mps(ctx: "FileContext") -> bool:
+    """Whether a tensor this file puts on a device can be on a Mac's MPS. A project that never
+    names MPS picks CUDA or the CPU; only a CUDA hard-code in the file (``.cuda()``, a ``"cuda"``
+    device outside an availability check) brings MPS in, once the placement fixes make it
+    follow the best device (and the file keeps one device convention). Unknown project: True."""
+    if not ctx.project.never_mps or "mps" in ctx.source:
+        return True
+    return _hard_codes_cuda(ctx.python_tree())
+
+
+def _hard_codes_cuda(tree: ast.AST) -> bool:
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is ast.If or kind is ast.IfExp:
+            sign = ast_guards.sign(node.test)
+            body, orelse = (node.body, node.orelse) if kind is ast.If else ([node.body], [node.orelse])
+            pending.append(node.test)
+            pending.extend(orelse if sign == POSITIVE else body if sign == NEGATIVE else body + orelse)
+        elif kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "cuda":
+            return True
+        elif kind is ast.Constant and type(node.value) is str and node.value.partition(":")[0] == "cuda":
+            return True
+        else:
+            pending.extend(ast.iter_child_nodes(node))
+    return False

@@ -16,7 +16,7 @@ from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import dotted_name
 from ..syntax.cst_nodes import qualified, source_of
-from .common import display_only, keyword, keyword_arg
+from .common import display_only, keyword, keyword_arg, may_meet_mps
 
 # What the inference must see before it can report anything (first_stage/): a value on
 # a device comes from `.cuda()`, `.to(...)` or `device=`; one on the module's device from a
@@ -132,6 +132,13 @@ def _located_fix(rule: Rule, factories: Sequence[ast.Call], replace, message: st
     return rule.make_fix({node: replace for node in nodes}, message=message)
 
 
+_PORTABLE_MIX = (
+    'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3)\ny = x + noise\n"
+)
+_PORTABLE_MIX_FIXED = _PORTABLE_MIX.replace("randn(8, 3)\ny", "randn(8, 3, device=x.device)\ny")
+
+
 class MixedDeviceOperation(Rule):
     code = "TDV402"
     name = "mixed-device-operation"
@@ -196,13 +203,18 @@ class MixedDeviceOperation(Rule):
             "model = torch.nn.DataParallel(model, device_ids=range(torch.cuda.device_count()))\n"
             "images = torch.randn(4, 3).to(device)\noutputs = model(images)\nmore = model(torch.randn(4, 3))\n"
         ),
+        # hzwer/ECCV2022-RIFE@5d8adbd model/oldmodel/IFNet_HD.py:121: a project that never names MPS
+        # picks CUDA or the CPU, and a machine without CUDA runs both sides on the CPU
+        Valid(_PORTABLE_MIX, files={"train.py": "import torch\n"}),
     )
     invalid = (
+        Invalid(_PORTABLE_MIX, fixed=_PORTABLE_MIX_FIXED),
+        Invalid(_PORTABLE_MIX, fixed=_PORTABLE_MIX_FIXED, files={"train.py": "device = 'mps'\n"}),  # a Mac's GPU too
+        # a CUDA hard-code that the placement fixes make follow the best device, MPS on a Mac
         Invalid(
-            'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3)\ny = x + noise\n",
-            fixed='import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-            "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3, device=x.device)\ny = x + noise\n",
+            "import torch\nx = torch.randn(8, 3).cuda()\nnoise = torch.randn(8, 3)\ny = x + noise\n",
+            fixed="import torch\nx = torch.randn(8, 3).cuda()\nnoise = torch.randn(8, 3, device=x.device)\ny = x + noise\n",
+            files={"train.py": "import torch\n"},
         ),
         Invalid(
             'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
@@ -251,6 +263,8 @@ class MixedDeviceOperation(Rule):
     )
 
     def leave_Module(self, node: cst.Module) -> None:
+        if not may_meet_mps(self.ctx):
+            return
         for mix in infer(self.ctx).mixes:
             if _belongs_to_factory_rule(mix):
                 continue
@@ -437,6 +451,8 @@ class FactoryWithoutDevice(Rule):
     )
 
     def leave_Module(self, node: cst.Module) -> None:
+        if not may_meet_mps(self.ctx):
+            return
         reported: Set[int] = set()
         cpu_arms = _cpu_only_arms(self.ctx) if self.ctx.project.never_mps and "mps" not in self.ctx.source else ()
         for mix in infer(self.ctx).mixes:

@@ -9,7 +9,7 @@ from ..first_stage.triggers import Inferred, Triggers
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import display_only
+from .common import display_only, may_meet_mps
 from .dataflow import ON_DEVICE
 
 
@@ -119,6 +119,9 @@ class NumpyOnDeviceTensor(Rule):
             self.report(call, fix=self.make_fix({call: replace}, message=title))
 
 
+_ON_DEVICE_DOUBLE = "import torch\n\ndef f(x, device):\n    x = x.to(device)\n    return x.double().sum()\n"
+
+
 class Float64OnMps(Rule):
     code = "TDV601"
     name = "float64-on-mps"
@@ -153,11 +156,18 @@ class Float64OnMps(Rule):
         Valid("import torch\n\ndef f(batch, device):\n    stats = batch.cpu().double()\n    return stats.mean()\n"),
         # look-alikes: a method of another object, a numpy dtype on the host
         Valid("import numpy as np\nimport torch\na = np.zeros(3, dtype=np.float64)\nval = parser.double()\n"),
+        # snap-stanford/pretrain-gnns@8b20528 chem/finetune.py:33: a project that never names MPS picks
+        # CUDA or the CPU, so float64 on its device never meets MPS
+        Valid(_ON_DEVICE_DOUBLE, files={"train.py": "import torch\n"}),
     )
     invalid = (
+        Invalid(_ON_DEVICE_DOUBLE, fixed=None),
+        Invalid(_ON_DEVICE_DOUBLE, fixed=None, files={"train.py": "device = 'mps'\n"}),
+        # facebookresearch/detr@29901c5 util/misc.py:51: the fix of the CUDA literal makes the device MPS on a Mac
         Invalid(
-            "import torch\n\ndef f(x, device):\n    x = x.to(device)\n    return x.double().sum()\n",
+            "import torch\n\ndef reduce(count, total):\n    return torch.tensor([count, total], dtype=torch.float64, device='cuda')\n",
             fixed=None,
+            files={"train.py": "import torch\n"},
         ),
         Invalid(
             "import torch\n\ndef make(n, device):\n    return torch.zeros(n, dtype=torch.float64, device=device)\n",
@@ -182,6 +192,8 @@ class Float64OnMps(Rule):
     )
 
     def leave_Module(self, node: cst.Module) -> None:
+        if not may_meet_mps(self.ctx):
+            return
         seen = set()
         for event in infer(self.ctx).float64_calls:
             call = cst_node(self.ctx, event)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import FrozenSet, Optional
+from typing import FrozenSet, List, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
@@ -35,6 +35,12 @@ _RANKED_MODEL_FIXED = _RANKED_MODEL.replace(
 _LOCAL_RANK = (
     "import argparse\nfrom example import Model\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--local_rank', type=int)\nargs = parser.parse_args()\n"
+)
+_ON_CPU = (
+    "import argparse\nimport torch.distributed as dist\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--cpu', action='store_true', default=True)\nargs = parser.parse_args()\n\n"
+    'def setup(on_cpu):\n    if on_cpu:\n        dist.init_process_group(backend="gloo")\n    else:\n'
+    '        dist.init_process_group(backend="nccl")\n\nsetup(args.cpu)\n'
 )
 _STORE_TRUE = (
     "import argparse\nfrom example import Trainer\nfrom loader import Loader\n\nparser = argparse.ArgumentParser()\n"
@@ -83,6 +89,10 @@ class HardcodedDistributedBackend(Rule):
             '    dist.init_process_group("nccl")\nelse:\n    dist.init_process_group("gloo")\n'
         ),
         Valid('import torch.distributed as dist\ndist.init_process_group(backend="cuda:nccl,cpu:gloo")\n'),
+        Valid(
+            "import torch\n\ndef init():\n    backend = 'gloo' if not torch.cuda.is_available() else 'nccl'\n"
+            "    torch.distributed.init_process_group(backend=backend)\n"
+        ),
         # look-alikes: another function, a backend name that is only printed or compared
         Valid('import mylib\nmylib.init_process_group(backend="nccl")\nprint("nccl")\nok = args.backend == "nccl"\n'),
         Valid(
@@ -124,8 +134,18 @@ class HardcodedDistributedBackend(Rule):
             files={"train.py": _STORE_TRUE + "trainer = Trainer()\ntrainer.initialize(use_gpu=opt.use_gpu)\nloader = Loader()\n"
                    "loader.initialize()\n", "loader.py": "class Loader:\n    def initialize(self):\n        pass\n"},
         ),
+        # biubug6/Pytorch_Retinaface@b984b4b convert_to_onnx.py:21,32: every call passes an option
+        # on by default, so the ``else:`` is a call the project does not make
+        Valid(_ON_CPU, files={"README.py": "import torch\n"}),
     )
     invalid = (
+        Invalid(
+            _ON_CPU.replace("default=True", "default=False"),
+            fixed=_ON_CPU.replace("default=True", "default=False").replace(
+                'backend="nccl"', 'backend="nccl" if torch.cuda.is_available() else "gloo"'
+            ).replace("dist\n", "dist\nimport torch\n", 1),
+            files={"README.py": "import torch\n"},
+        ),
         # a launcher (torchrun) may set --local_rank: the caller's value is not known to be off
         Invalid(
             _RANKED_MODEL, fixed=_RANKED_MODEL_FIXED,
@@ -221,6 +241,23 @@ class HardcodedDistributedBackend(Rule):
                 "def main_worker(rank, args):\n    torch.distributed.init_process_group(backend='nccl' if torch.cuda.is_available() else 'gloo', rank=rank)\n"
             ),
         ),
+        # NVlabs/edm@008a4e5 torch_utils/distributed.py:26: every machine but Windows gets NCCL
+        Invalid(
+            "import os\nimport torch\n\ndef init():\n    backend = 'gloo' if os.name == 'nt' else 'nccl'\n"
+            "    torch.distributed.init_process_group(backend=backend, init_method='env://')\n",
+            fixed=(
+                "import os\nimport torch\n\ndef init():\n    backend = 'gloo' if os.name == 'nt' else ('nccl' if torch.cuda.is_available() else 'gloo')\n"
+                "    torch.distributed.init_process_group(backend=backend, init_method='env://')\n"
+            ),
+        ),
+        # ultralytics/yolov3@97b87b1 train.py:683: a torch built with NCCL says nothing of a GPU
+        Invalid(
+            'import torch\nimport torch.distributed as dist\ndist.init_process_group(backend="nccl" if dist.is_nccl_available() else "gloo")\n',
+            fixed=(
+                'import torch\nimport torch.distributed as dist\n'
+                'dist.init_process_group(backend=("nccl" if torch.cuda.is_available() else "gloo") if dist.is_nccl_available() else "gloo")\n'
+            ),
+        ),
         # Intel GPUs' and Ascend NPUs' backends fail the same way without their devices
         Invalid(
             'import torch\ntorch.distributed.init_process_group(backend="xccl")\n',
@@ -289,18 +326,29 @@ class HardcodedDistributedBackend(Rule):
         return scopes[0].name.value in self._workers
 
     def _check_backend(self, value: cst.BaseExpression) -> None:
-        if _device_only_backend(value):
-            self._report(value, value)
-        elif isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) is not None:
-            literal = self._assigned_literal(dotted_name(value))
-            if literal is not None:
-                self._report(value, literal)
+        if isinstance(value, (cst.Name, cst.Attribute)) and dotted_name(value) is not None:
+            assigned = self._assigned_value(dotted_name(value))
+            for literal in self._unchecked_literals(assigned) if assigned is not None else ():
+                self._report(value, literal, nested=literal is not assigned)
+        else:
+            for literal in self._unchecked_literals(value):
+                self._report(literal if literal is not value else value, literal, nested=literal is not value)
         if self.ctx.qualname(value) == "torch.distributed.Backend.NCCL":
             message = self.message.format(source_of(value), "NCCL", "CUDA GPUs")
             self.report(value, message, self.make_fix({}, Applicability.DISPLAY_ONLY, self.fix_title))
 
-    def _assigned_literal(self, name: str) -> Optional[cst.BaseExpression]:
-        """The ``"nccl"`` of the only assignment ``name = "nccl"`` (``args.backend = "nccl"``)
+    def _unchecked_literals(self, value: cst.BaseExpression) -> List[cst.SimpleString]:
+        """The device-only backend literals ``value`` may be, but for the arms of a conditional
+        that proves the device is there: ``'gloo' if os.name == 'nt' else 'nccl'`` gives NCCL
+        to every Linux machine, GPU or not (NVlabs/edm@008a4e5 torch_utils/distributed.py:26)."""
+        if isinstance(value, cst.IfExp):
+            sign = self.ctx.classify(value.test)
+            arms = [arm for arm, proven in ((value.body, guards.POSITIVE), (value.orelse, guards.NEGATIVE)) if sign != proven]
+            return [literal for arm in arms for literal in self._unchecked_literals(arm)]
+        return [value] if _device_only_backend(value) else []
+
+    def _assigned_value(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value of the only assignment ``name = "nccl"`` (``args.backend = "nccl"``)
         among the statements of the innermost function, or of the module for a global name."""
         function = self.ctx.enclosing_function()
         local = function is not None and ("." in name or name in self.ctx.bound_names(function))
@@ -311,9 +359,10 @@ class HardcodedDistributedBackend(Rule):
                 for small in statement.body:
                     if isinstance(small, cst.Assign) and any(dotted_name(t.target) == name for t in small.targets):
                         values.append(small.value)
-        return values[0] if len(values) == 1 and _device_only_backend(values[0]) else None
+        return values[0] if len(values) == 1 else None
 
-    def _report(self, reported: cst.CSTNode, literal: cst.BaseExpression) -> None:
+    def _report(self, reported: cst.CSTNode, literal: cst.BaseExpression, nested: bool = False) -> None:
+        """``nested``: the literal is an arm of a conditional, so its replacement is parenthesized."""
         text = source_of(literal)
         quote = "'" if text.lstrip("rRuU").startswith("'") else '"'
         collective = COLLECTIVES[_device_only_backend(literal)]
@@ -325,7 +374,7 @@ class HardcodedDistributedBackend(Rule):
             return
         if " and " in check:
             check = f"({check})"
-        replacement = cst.parse_expression(f"{text} if {check} else {quote}gloo{quote}")
+        replacement = cst.parse_expression(f"({text} if {check} else {quote}gloo{quote})" if nested else f"{text} if {check} else {quote}gloo{quote}")
         title = None
         if collective.collective in DEVICE_DEFAULTS and self.ctx.settings.target_version() >= DEVICE_BACKEND_SINCE:
             t = self.ctx.torch_reference()

@@ -15,6 +15,7 @@ from .common import (
     display_only,
     keyword_arg,
     legacy_cuda_tensor,
+    may_meet_mps,
     may_name_cuda_tensor_type,
     method_name,
     no_fix_for_target,
@@ -197,6 +198,9 @@ def _is_size(node: cst.BaseExpression) -> bool:
     )
 
 
+_HALF_CHECK = "import torch\n\ndef attend(q):\n    return q.float() if isinstance(q, torch.cuda.HalfTensor) else q\n"
+
+
 class CudaTensorTypeCast(Rule):
     code = "TDV202"
     name = "cuda-tensor-type-cast"
@@ -225,6 +229,9 @@ class CudaTensorTypeCast(Rule):
         Valid("import torch\nif torch.cuda.is_available():\n    y = x.type(torch.cuda.FloatTensor)\n"),
         Valid('import torch\nname = x.type()\nprint(name == "torch.cuda.FloatTensor")\n'),
         Valid("import torch\ny = x.type(dtype)\n"),
+        # rampasek/GraphGPS@2801570 graphgps/layer/performer_layer.py:212: a project that never
+        # picks MPS has its tensors on CUDA or the CPU, where the check is right
+        Valid(_HALF_CHECK, files={"run.py": "import torch\n"}),
     )
     invalid = (
         Invalid(
@@ -249,11 +256,16 @@ class CudaTensorTypeCast(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
+        Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "device = 'mps'\n"}),
         Invalid(
             "import torch\ndevice = 'cpu'\ny = x.type(torch.cuda.HalfTensor, non_blocking=True)\n",
             fixed="import torch\ndevice = 'cpu'\ny = x.to(device=device, dtype=torch.float16, non_blocking=True)\n",
         ),
     )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._meets_mps: Optional[bool] = None
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.guarded or not node.args:
@@ -262,10 +274,17 @@ class CudaTensorTypeCast(Rule):
             self._check_cast(node)
         elif isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2:
             leaf = legacy_cuda_tensor(self.ctx, node.args[1].value)
-            if leaf is not None:
+            if leaf is not None and self._may_meet_mps():
                 dtype = LEGACY_TENSOR_DTYPES[leaf]
                 suggestion = f"Check `x.dtype == torch.{dtype}` and, if the device matters, `x.device.type`"
                 self.report(node, self.message_check.format(source_of(node)), display_only(self, suggestion))
+
+    def _may_meet_mps(self) -> bool:
+        """The check is wrong only on MPS or XPU: a project that never picks either takes the
+        CPU branch exactly where the tensor is on the CPU."""
+        if self._meets_mps is None:
+            self._meets_mps = may_meet_mps(self.ctx)
+        return self._meets_mps
 
     def _check_cast(self, node: cst.Call) -> None:
         target = node.args[0]

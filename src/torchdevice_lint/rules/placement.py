@@ -20,7 +20,6 @@ from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
 DEVICE = f"device = {INLINE}\n"
 
-
 _PREPARE = "import torch\n\ndef prepare_z_y(G_batch_size, dim_z, nclasses, device='cuda'):\n    return torch.randn(G_batch_size, dim_z, device=device)\n"
 _LAYER_NORM = (
     "import attr\nimport torch\n\n@attr.s(eq=False)\nclass LayerNorm(torch.nn.Module):\n    n_state: int = attr.ib()\n"
@@ -62,7 +61,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
-        Valid("import torch.nn as nn\ncriterion = nn.CrossEntropyLoss().cuda(args.gpu)\n"),
+        # yitu-opensource/T2T-ViT@0f63dc9 main.py:516-521: timm's losses hold no tensor either
+        Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
         # a project module keeping only numbers has nothing to move (its module chosen at run time)
         Valid(_LOSS_USER, files={"models/pointnet.py": _EMPTY_LOSS, "models/pointnet2.py": _EMPTY_LOSS.replace("0.001", "1")}),
         # a module's own function named `cuda`, the module name bound only in another function
