@@ -137,7 +137,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 context.read_function(node)
                 read_node(node, calls, known)
             elif kind in _CONDITIONS:
-                kernels.read_test(node.test)
+                kernels.read_test(node)
                 if kind is ast.If:
                     context.conditions.append(node)
             elif kind in _BINDINGS:

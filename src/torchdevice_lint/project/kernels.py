@@ -2,11 +2,14 @@
 only run on CUDA because it drives one.
 
 A project that builds a kernel from ``.cu`` sources (``CUDAExtension`` in ``setup.py``,
-``torch.utils.cpp_extension.load(sources=[..., "x.cu"])``, ``load_inline(cuda_sources=...)``)
-calls it from autograd Functions, wrappers and test scripts whose ``.cuda()`` cannot be made
+``torch.utils.cpp_extension.load(sources=[..., "x.cu"])``, ``load_inline(cuda_sources=...)``, a
+plain setuptools ``Extension(..., sources=["x.cu", ...])`` compiled by nvcc, or torch < 1.0's
+``torch.utils.ffi.create_extension`` with ``with_cuda`` set wherever the build goes on) calls it from autograd Functions, wrappers and test scripts whose ``.cuda()`` cannot be made
 portable: the kernel only takes CUDA tensors. That code is one project-level finding at the build
 (TDV310), not one per line. A kernel with a CPU build, or whose callers fall back to native code
-on the CPU (``if x.device.type == "cpu":``), is not CUDA-only, and its callers are judged as usual.
+on the CPU (``if x.device.type == "cpu":``, not ``if not x.is_cuda: raise``), is not CUDA-only,
+and its callers are judged as usual. A CUDA build beside a CPU build is CUDA-only only where the
+module builds it unconditionally (``psamask_gpu`` under ``if torch.cuda.is_available():`` is a choice).
 
 Each module contributes plain data, cached by content hash with its other facts: the builds it
 makes, the modules it imports (other than the standard library's and the big libraries'), the
@@ -25,10 +28,18 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
-#: The callables that build an extension module, and whether the build is CUDA's by itself.
-BUILDERS = {"CUDAExtension": True, "CppExtension": False, "load": False, "load_inline": False}
-#: Sources compiled by nvcc.
-CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+#: The callables that build an extension module (qualified name -> builder).
+BUILDERS = {
+    **{EXTENSION_API + name: name for name in ("CUDAExtension", "CppExtension", "load", "load_inline")},
+    "torch.utils.ffi.create_extension": "create_extension",
+    **{f"{module}.Extension": "Extension" for module in ("setuptools", "setuptools.extension", "distutils.core", "distutils.extension")},
+}
+#: The builders' own names: a call named otherwise is never a build.
+BUILDER_NAMES = frozenset(qualified.rsplit(".", 1)[1] for qualified in BUILDERS)
+#: The builders that return the module they build (the others describe a build for setup).
+MODULE_BUILDERS = frozenset({"load", "load_inline"})
+#: Sources compiled by nvcc, and the objects it makes of them.
+CUDA_SOURCE_SUFFIXES = (".cu", ".cuh", ".cu.o")
 #: Imports that are never a project's own kernel (kept out of the facts to keep them small).
 LIBRARIES = frozenset(getattr(sys, "stdlib_module_names", ())) | {
     "__future__", "torch", "torchvision", "torchaudio", "numpy", "scipy", "PIL", "cv2", "matplotlib", "tqdm",
@@ -72,8 +83,11 @@ class KernelReader:
             for alias in statement.names:
                 if alias.name != "*":
                     self._import(alias.asname or alias.name, prefix + alias.name, guarded)
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-            built = self.built_module(statement.value)
+        elif (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call)
+        ):
+            built = self.built_module(statement.value) if last_name(statement.value.func) in MODULE_BUILDERS else None
             if built is not None:
                 self.imports[statement.targets[0].id] = [built, guarded]  # ``fused = load("fused", ...)``
         elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -87,7 +101,7 @@ class KernelReader:
 
     def built_module(self, value: ast.expr) -> Optional[str]:
         """The name of the module a build call makes (``load("fused", ...)`` -> ``fused``)."""
-        if not isinstance(value, ast.Call) or last_name(value.func) not in BUILDERS or self._builder(value) is None:
+        if not isinstance(value, ast.Call) or last_name(value.func) not in BUILDER_NAMES or self._builder(value) is None:
             return None
         return literal_string(keyword_value(value, "name") or (value.args[0] if value.args else None))
 
@@ -101,9 +115,7 @@ class KernelReader:
         if dotted is None:
             return None
         head, dot, rest = dotted.partition(".")
-        resolved = self.aliases.get(head, "") + dot + rest
-        leaf = resolved[len(EXTENSION_API):] if resolved.startswith(EXTENSION_API) else None
-        return leaf if leaf in BUILDERS else None
+        return BUILDERS.get(self.aliases.get(head, head) + dot + rest)
 
     def roots(self) -> Iterator[Tuple[ast.AST, Optional[list], str]]:
         """Each top-level piece of the tree with the scope it is read for (None: no scope of its
@@ -135,7 +147,7 @@ class KernelReader:
         """A build, or a call into an imported module (``fused.forward(x)``) from ``scope``. Asked
         of every call of every module: the callee's own name is looked at before anything else."""
         func = call.func
-        builder = self._builder(call) if last_name(func) in BUILDERS else None
+        builder = self._builder(call) if last_name(func) in BUILDER_NAMES else None
         if builder is not None:
             self._read_build(call, builder)
             return
@@ -152,26 +164,95 @@ class KernelReader:
         if builder == "load_inline":
             sources = keyword_value(call, "cuda_sources")
             cuda = sources is not None and not (isinstance(sources, ast.Constant) and sources.value is None)
-        elif builder == "load":
+        elif builder in ("load", "Extension"):
             sources = keyword_value(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
             names = [literal_string(node) for node in nodes_below(sources)] if sources is not None else []
             if not any(names):
                 return  # sources computed elsewhere: what they build is unknown
+            objects = keyword_value(call, "extra_objects")
+            names += [literal_string(node) for node in ast.walk(objects)] if objects is not None else []
             cuda = any(name and name.endswith(CUDA_SOURCE_SUFFIXES) for name in names)
+        elif builder == "create_extension":
+            cuda = self._needs_cuda(keyword_value(call, "with_cuda"), keyword_value(call, "sources"))
         else:
-            cuda = BUILDERS[builder]
+            cuda = builder == "CUDAExtension"
         self.builds.append([name, cuda, call.lineno])
 
-    def read_test(self, test: ast.expr) -> None:
-        """A condition that sends the CPU elsewhere: ``x.device.type == "cpu"``, ``x.is_cuda``,
-        ``torch.cuda.is_available()``."""
-        if self.tests_cpu:
+    def _needs_cuda(self, with_cuda: Optional[ast.expr], sources: Optional[ast.expr]) -> bool:
+        """Whether a ``create_extension`` build is CUDA's wherever it goes on: ``with_cuda`` is
+        true, or bound true in every branch that does not refuse (``else: raise``), or the build
+        has no C source but those added where CUDA is there (``sources = []``)."""
+        if with_cuda is None:
+            return False
+        if isinstance(with_cuda, ast.Constant):
+            return with_cuda.value is True
+        if not isinstance(with_cuda, ast.Name):
+            return False
+        if _always_true(with_cuda.id, self.tree.body):
+            return True
+        if isinstance(sources, ast.Name):
+            sources = _unconditional_value(sources.id, self.tree.body)
+        return isinstance(sources, ast.List) and not sources.elts
+
+    def read_test(self, condition: ast.AST) -> None:
+        """A condition (``if``, ``x if test else y``) that sends the CPU elsewhere:
+        ``x.device.type == "cpu"``, ``x.is_cuda``, ``torch.cuda.is_available()``; not one that
+        only refuses it (``if not x.is_cuda: raise NotImplementedError``)."""
+        if self.tests_cpu or _refuses(condition):
             return
-        for node in nodes_below(test):
+        for node in nodes_below(condition.test):
             if isinstance(node, ast.Constant) and node.value in ("cpu", "cuda"):
                 self.tests_cpu = True
             elif isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_available"):
                 self.tests_cpu = True
+
+
+def _refuses(condition: ast.AST) -> bool:
+    """An ``if`` one branch of which only raises: the other is the only way on."""
+    return isinstance(condition, ast.If) and any(
+        len(branch) == 1 and isinstance(branch[0], ast.Raise) for branch in (condition.body, condition.orelse)
+    )
+
+
+def _assigns_true(name: str, block: Iterable[ast.stmt]) -> bool:
+    return any(
+        isinstance(statement, ast.Assign) and any(isinstance(target, ast.Name) and target.id == name for target in statement.targets)
+        and isinstance(statement.value, ast.Constant) and statement.value.value is True
+        for statement in block
+    )
+
+
+def _always_true(name: str, body: Iterable[ast.stmt]) -> bool:
+    """Whether the module binds ``name`` true on every path past its top level: unconditionally,
+    or in one branch of an ``if`` the other branch of which raises."""
+    for statement in body:
+        if _assigns_true(name, [statement]):
+            return True
+        if isinstance(statement, ast.If):
+            for branch, other in ((statement.body, statement.orelse), (statement.orelse, statement.body)):
+                if _assigns_true(name, branch) and other and isinstance(other[-1], ast.Raise):
+                    return True
+    return False
+
+
+def _unconditional_value(name: str, body: Iterable[ast.stmt]) -> Optional[ast.expr]:
+    """The value the module first binds ``name`` to at its top level, where no later top-level
+    statement adds to it (``sources += [...]`` outside an ``if``; a comprehension over it, such
+    as ``[os.path.join(here, f) for f in sources]``, keeps its length)."""
+    value = None
+    for statement in body:
+        if isinstance(statement, ast.Assign) and any(isinstance(target, ast.Name) and target.id == name for target in statement.targets):
+            mapped = statement.value
+            if isinstance(mapped, ast.ListComp) and len(mapped.generators) == 1 and not mapped.generators[0].ifs:
+                iterated = mapped.generators[0].iter
+                if isinstance(iterated, ast.Name) and iterated.id == name:
+                    continue
+            if value is not None:
+                return None
+            value = statement.value
+        elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) and statement.target.id == name:
+            return None
+    return value
 
 
 def well_formed(kernels: object) -> bool:
@@ -194,8 +275,27 @@ def _shaped(value: object, kinds: tuple) -> bool:
 
 
 def short_name(dotted: str) -> str:
-    """``pkg._C`` and ``._C`` -> ``_C``: what an importer and a build agree on."""
+    """``pkg._C`` and ``._C`` -> ``_C``: the name the rule reports a kernel by."""
     return dotted.rsplit(".", 1)[-1]
+
+
+def kernel_key(built: str) -> str:
+    """What a build names its module (``_ext.dcn_v2``, ``fused_ops``), leading dots aside."""
+    return built.lstrip(".")
+
+
+def names_kernel(dotted: str, kernel: str) -> bool:
+    """Whether an import (``._ext.dcn_v2``, ``pkg._C``, ``._C``) names the kernel a build makes:
+    the same last name and, where the build names its package (``_ext.dcn_v2``), the same
+    package or a relative import from it (``from . import _C``): ``import dcn_v2`` is the
+    project's own module beside the ``_ext.dcn_v2`` kernel."""
+    parts, wanted = dotted.split("."), kernel.split(".")
+    if parts[-1] != wanted[-1]:
+        return False
+    if len(wanted) == 1:
+        return True
+    before = [part for part in parts[:-1] if part]
+    return before[-1] == wanted[-2] if before else dotted.startswith(".")
 
 
 class CudaOnlyCode:
@@ -232,32 +332,39 @@ class CudaOnlyCode:
                 merged.setdefault(path, []).extend(spans)
             for path, facts in modules.items():
                 for name, cuda, _ in facts.get("builds", ()) if lines else ():
-                    if cuda and short_name(name) == kernel:
-                        self.builds.setdefault(path, {})[kernel] = [lines, len(joined)]
+                    if cuda and kernel_key(name) == kernel:
+                        self.builds.setdefault(path, {})[short_name(kernel)] = [lines, len(joined)]
         self.spans = {path: tuple(_merged(spans)) for path, spans in merged.items()}
 
 
 def _cuda_only_kernels(modules: Mapping[str, dict]) -> Set[str]:
-    """The kernels built from CUDA sources only: no CPU build of the name in the project, nor any
-    CPU build in the module that builds it (``psamask_cpu`` beside ``psamask_gpu``), and no module
-    of the project of that name (a wrapper ``correlation.py`` beside a ``correlation`` kernel
-    could not be told from it)."""
+    """The kernels built from CUDA sources only: no CPU build of the name in the project, nor a
+    CPU build in the module that builds it where that module chooses by what the machine has
+    (``psamask_cpu`` beside ``psamask_gpu`` under ``if torch.cuda.is_available():``), and no
+    module of the project an import of that name finds (a wrapper ``correlation.py`` beside a
+    ``correlation`` kernel could not be told from it)."""
     cuda, cpu = set(), set()
     for facts in modules.values():
         builds = facts.get("builds", ())
-        cpu_beside = any(not built_for_cuda for _, built_for_cuda, _ in builds)
+        chosen = facts.get("tests_cpu") and any(not built_for_cuda for _, built_for_cuda, _ in builds)
         for name, built_for_cuda, _ in builds:
-            (cuda if built_for_cuda and not cpu_beside else cpu).add(short_name(name))
-    stems = {PurePath(path).stem for path in modules}
-    return cuda - cpu - stems
+            (cuda if built_for_cuda and not chosen else cpu).add(kernel_key(name))
+    return {kernel for kernel in cuda - cpu if not any(_shadows(path, kernel) for path in modules)}
+
+
+def _shadows(path: str, kernel: str) -> bool:
+    """Whether the module at ``path`` is what an import of the kernel's name finds."""
+    file, wanted = PurePath(path), kernel.split(".")
+    return file.stem == wanted[-1] and (len(wanted) == 1 or file.parent.name == wanted[-2])
 
 
 def _uses(facts: dict, kernels: Set[str]) -> Dict[str, List[str]]:
     """Kernel -> the module's local names bound to it."""
     used: Dict[str, List[str]] = {}
     for local, (dotted, _) in facts["imports"].items():
-        if short_name(dotted) in kernels:
-            used.setdefault(short_name(dotted), []).append(local)
+        for kernel in kernels:
+            if names_kernel(dotted, kernel):
+                used.setdefault(kernel, []).append(local)
     return used
 
 

@@ -1,4 +1,5 @@
-"""Node helpers and fix builders shared by the rule families."""
+"""Node helpers and fix builders shared by the rule families, and the example projects with an
+extension kernel that TDV101's and TDV310's examples share."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import ast
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple
 
-from ..engine.rule import Rule
+from ..engine.rule import Invalid, Rule, Valid
 from ..inference.vocabulary import is_parameterless_module
 from ..knowledge import ast_guards
 from ..knowledge.backends import availability_expression
@@ -74,6 +75,16 @@ def built_string(
         built, depth = parent, depth + 1
         parent = ctx.parent(depth)
     return (built, depth) if built is not literal and names_device(text) else None
+
+
+def only_asks(above: cst.CSTNode) -> bool:
+    """Whether a ``torch.device(...)`` under ``above`` is only compared or named:
+    ``x.device != torch.device("cuda")``, ``device.type == torch.device("cuda").type`` (the
+    device-choosing helper of stable-baselines3, copied into vwxyzjn/cleanrl@fe8d8a0
+    cleanrl_utils/buffers.py:133). Constructing a device object raises nowhere."""
+    return isinstance(above, (cst.Comparison, cst.ComparisonTarget)) or (
+        isinstance(above, cst.Attribute) and above.attr.value == "type"
+    )
 
 
 def names_a_device(target: cst.BaseExpression) -> bool:
@@ -370,3 +381,73 @@ def _hard_codes_cuda(tree: ast.AST) -> bool:
         else:
             pending.extend(ast.iter_child_nodes(node))
     return False
+
+
+KERNEL_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(\n    name='fused',\n    ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])],\n"
+    "    cmdclass={'build_ext': BuildExtension},\n)\n"
+)
+KERNEL_FUNCTION = (
+    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return fused_ops.forward(x)\n"
+)
+KERNEL_TEST = (
+    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8).cuda()\n"
+    "    torch.testing.assert_close(FusedAct.apply(x), torch.relu(x))\n    torch.cuda.synchronize()\n"
+)
+#: The same kernel behind a wrapper that runs native code on the CPU.
+KERNEL_WITH_FALLBACK = (
+    "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load('fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
+    "def fused_act(x):\n    if x.device.type == 'cpu':\n        return torch.relu(x)\n    return fused.forward(x)\n"
+)
+
+#: Code that calls it (``{}``: where a device binding goes, then what moves ``x``).
+KERNEL_CALLER = "import torch\nfrom fused_act import fused_act\n\n{}x = torch.randn(4){}\ny = fused_act(x)\n"
+#: A model that may run without the CUDA-only kernel (``fused=False``), in the same fashion.
+LAYER_USER = (
+    "import torch\nfrom fused import FusedAct\n\n{}\nclass Net(torch.nn.Module):\n    def forward(self, x, fused=False):\n"
+    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = torch.nn.Sequential(torch.nn.Linear(4, 4), Net()){}\n"
+)
+
+#: torch < 1.0's build of a kernel: ``with_cuda`` where CUDA is there, a refusal elsewhere
+#: (``{}``: what the build does without CUDA).
+FFI_BUILD = (
+    "import torch\nfrom torch.utils.ffi import create_extension\n\nsources = ['src/dcn.c']\nwith_cuda = False\n"
+    "if torch.cuda.is_available():\n    sources += ['src/dcn_cuda.c']\n    with_cuda = True\n{}\n"
+    "ffi = create_extension('_ext.dcn', sources=sources, with_cuda=with_cuda, extra_objects=['src/dcn_kernel.cu.o'])\n"
+)
+#: Its autograd Function, which refuses CPU tensors: a refusal is no fallback.
+FFI_FUNCTION = (
+    "import torch\nfrom torch.autograd import Function\nfrom _ext import dcn as backend\n\n\nclass DCNFunction(Function):\n"
+    "    def forward(self, x):\n        if not x.is_cuda:\n            raise NotImplementedError\n        return backend.dcn_cuda_forward(x)\n"
+)
+#: The kernel's test script, which imports the Function's module (named like the kernel).
+FFI_TEST = "import torch\nfrom dcn import DCNFunction\n\nx = torch.randn(2, 4).cuda()\ny = DCNFunction()(x)\n"
+#: A plain setuptools build whose ``gpu_nms`` is compiled by nvcc, and the module that imports it.
+NVCC_SETUP = (
+    "from setuptools import setup, Extension\n\nsetup(name='nms', ext_modules=[\n    Extension('cpu_nms', ['cpu_nms.pyx']),\n"
+    "    Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'], libraries=['cudart']),\n])\n"
+)
+NMS_WRAPPERS = (
+    "from cpu_nms import cpu_nms\nfrom gpu_nms import gpu_nms\n\n\ndef gpu_nms_wrapper(thresh, device_id):\n"
+    "    return lambda dets: gpu_nms(dets, thresh, device_id).cuda()\n"
+)
+
+#: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).
+KERNEL_TEST_SCRIPT = Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP})
+#: The same of a kernel built with ``torch.utils.ffi`` that refuses to build without CUDA.
+FFI_TEST_SCRIPT = Valid(
+    FFI_FUNCTION + "\n\nx = torch.randn(2, 4).cuda()\ny = DCNFunction()(x)\n",
+    files={"build.py": FFI_BUILD.format("else:\n    raise ValueError('CUDA is not available')")},
+)
+
+
+def kernel_callers(device: str) -> Tuple[Invalid, ...]:
+    """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
+    fallback, and a model that may run without a CUDA-only kernel; ``device`` is the binding the
+    fix writes."""
+    return (
+        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
+        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+    )

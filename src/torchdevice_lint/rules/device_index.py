@@ -25,6 +25,15 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
+    FFI_BUILD,
+    FFI_FUNCTION,
+    FFI_TEST,
+    KERNEL_FUNCTION,
+    KERNEL_SETUP,
+    KERNEL_TEST,
+    KERNEL_WITH_FALLBACK,
+    NMS_WRAPPERS,
+    NVCC_SETUP,
     availability_check,
     display_only,
     guard_statement_fix,
@@ -227,61 +236,26 @@ class CudaRequired(Rule):
         return self.make_fix({statement: remove})
 
 
-CUDA_BUILDS = tuple(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "load", "load_inline"))
-KERNEL_SETUP = (
-    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
-    "setup(\n    name='fused',\n    ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])],\n"
-    "    cmdclass={'build_ext': BuildExtension},\n)\n"
+CUDA_BUILDS = (
+    *(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "load", "load_inline")),
+    "torch.utils.ffi.create_extension",
+    *(f"{module}.Extension" for module in ("setuptools", "setuptools.extension", "distutils.core", "distutils.extension")),
 )
-KERNEL_FUNCTION = (
-    "import torch\nimport fused_ops\n\n\nclass FusedAct(torch.autograd.Function):\n    @staticmethod\n"
-    "    def forward(ctx, x):\n        return fused_ops.forward(x)\n"
-)
-KERNEL_TEST = (
-    "import torch\nfrom fused import FusedAct\n\n\ndef test_forward():\n    x = torch.randn(8).cuda()\n"
-    "    torch.testing.assert_close(FusedAct.apply(x), torch.relu(x))\n    torch.cuda.synchronize()\n"
-)
-#: The same kernel behind a wrapper that runs native code on the CPU.
-KERNEL_WITH_FALLBACK = (
-    "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load('fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
-    "def fused_act(x):\n    if x.device.type == 'cpu':\n        return torch.relu(x)\n    return fused.forward(x)\n"
-)
-
-#: Code that calls it (``{}``: where a device binding goes, then what moves ``x``).
-KERNEL_CALLER = "import torch\nfrom fused_act import fused_act\n\n{}x = torch.randn(4){}\ny = fused_act(x)\n"
-#: A model that may run without the CUDA-only kernel (``fused=False``), in the same fashion.
-LAYER_USER = (
-    "import torch\nfrom fused import FusedAct\n\n{}\nclass Net(torch.nn.Module):\n    def forward(self, x, fused=False):\n"
-    "        return FusedAct.apply(x) if fused else torch.relu(x)\n\n\nnet = torch.nn.Sequential(torch.nn.Linear(4, 4), Net()){}\n"
-)
-
-#: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).
-KERNEL_TEST_SCRIPT = Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP})
-
-
-def kernel_callers(device: str) -> Tuple[Invalid, ...]:
-    """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
-    fallback, and a model that may run without a CUDA-only kernel; ``device`` is the binding the
-    fix writes."""
-    return (
-        Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
-        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
-    )
-
-
 class CudaOnlyExtension(Rule):
     code = "TDV310"
     name = "cuda-only-extension"
     message = "`{}` is a CUDA-only extension kernel (no CPU build, no CPU fallback): {} lines in {} that drive it run only on CUDA"
     what = (
         "Checks for an extension kernel built from CUDA sources only (`CUDAExtension(...)`, "
-        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, `load_inline(cuda_sources=...)`) "
+        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, `load_inline(cuda_sources=...)`, "
+        "a setuptools `Extension(..., sources=['x.cu', ...])` compiled by nvcc, or "
+        "`torch.utils.ffi.create_extension(...)` whose `with_cuda` is set wherever the build goes on) "
         "that the project drives from code that cannot run without it: modules that import it "
         "unconditionally, functions, methods and autograd Functions that call into it, and the tests "
         "of those modules. One finding per kernel, at its build, in place of the device findings in "
         "that code (`.cuda()`, `\"cuda\"`, `torch.cuda` calls, ...): the kernel takes CUDA tensors only, "
         "so they cannot be made portable one by one. A kernel with a CPU build beside it, or whose "
-        "callers run native code on the CPU (`if x.device.type == 'cpu':`), is not reported, and "
+        "callers run native code on the CPU (`if x.device.type == 'cpu':`, not `raise` there), is not reported, and "
         "its callers are judged as usual. A file judged alone (on stdin) has no project: not reported."
     )
     why = (
@@ -310,6 +284,15 @@ class CudaOnlyExtension(Rule):
         Valid(KERNEL_SETUP, files={"train.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"}),
         # the setup script judged alone: no project to read
         Valid(KERNEL_SETUP),
+        # torch.utils.ffi: the CPU build goes on without CUDA (a C source, with_cuda left false)
+        Valid(FFI_BUILD.format(""), files={"dcn.py": FFI_FUNCTION.replace("raise NotImplementedError", "return backend.dcn_forward(x)"), "test_dcn.py": FFI_TEST}),
+        # the module building the CUDA kernel chooses by what the machine has, and its caller too
+        Valid(
+            "import torch\nfrom setuptools import setup, Extension\n\nmodules = [Extension('cpu_nms', ['cpu_nms.pyx'])]\n"
+            "if torch.cuda.is_available():\n    modules.append(Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx']))\nsetup(ext_modules=modules)\n",
+            files={"nms.py": "import torch\nif torch.cuda.is_available():\n    from gpu_nms import gpu_nms\n\n\n"
+                   "def nms(dets, thresh):\n    return gpu_nms(dets.cuda(), thresh) if dets.is_cuda else cpu_nms(dets, thresh)\n"},
+        ),
     )
     invalid = (
         # the kernel, its autograd Function and its test: one finding, none in the test
@@ -326,6 +309,21 @@ class CudaOnlyExtension(Rule):
             files={"train.py": "from example import scale\n"},
             offers_fix=False,
         ),
+        # torch.utils.ffi, refusing to build without CUDA; its Function refuses CPU tensors (no
+        # fallback); the wrapper module named like the kernel is not the kernel
+        Invalid(
+            FFI_BUILD.format("else:\n    raise ValueError('CUDA is not available')"),
+            files={"dcn.py": FFI_FUNCTION, "test_dcn.py": FFI_TEST},
+            offers_fix=False,
+        ),
+        # torch.utils.ffi with no C source but those CUDA adds
+        Invalid(
+            FFI_BUILD.replace("['src/dcn.c']", "[]").format(""),
+            files={"dcn.py": FFI_FUNCTION.replace("        if not x.is_cuda:\n            raise NotImplementedError\n", "")},
+            offers_fix=False,
+        ),
+        # a plain setuptools Extension compiled by nvcc, imported unconditionally
+        Invalid(NVCC_SETUP, files={"nms.py": NMS_WRAPPERS}, offers_fix=False),
         # imported only where it was built: the autograd Function still cannot run without it
         Invalid(
             KERNEL_SETUP,

@@ -10,10 +10,10 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    argument_usage, availability_check, built_string, defines_device, is_cuda_string, may_name_cuda, method_name,
-    names_a_device, names_cuda_device, report_device_literal, report_device_method,
+    FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, argument_usage, availability_check, built_string, defines_device, is_cuda_string,
+    kernel_callers, may_name_cuda, method_name, names_a_device, names_cuda_device, only_asks, report_device_literal,
+    report_device_method,
 )
-from .device_index import KERNEL_TEST_SCRIPT, kernel_callers
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -88,7 +88,7 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
-        KERNEL_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 at the kernel's build instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT,  # a CUDA-only kernel's own test (cpp_extension, ffi): one TDV310 instead
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
             "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
@@ -318,7 +318,7 @@ class HardcodedCudaDevice(Rule):
     valid = (
         Valid('import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'),
         # a comparison with a CUDA device only asks where a tensor is
-        Valid('import torch\nif attr.device != torch.device("cuda"):\n    attr = attr.to(torch.float32)\n'),
+        Valid('import torch\nif attr.device != torch.device("cuda") and x.device.type != torch.device("cuda").type:\n    attr = attr.to(torch.float32)\n'),
         Valid('print("using cuda")\nif args.device == "cuda":\n    pass\n'),
         Valid('import torch\n\ndef f(x):\n    if x.device.type == "cuda":\n        return x.to("cuda:0")\n    return x\n'),
         Valid('import torch\ndevice = torch.device("cpu" if not torch.cuda.is_available() else "cuda")\n'),
@@ -448,8 +448,8 @@ class HardcodedCudaDevice(Rule):
         if isinstance(parent, cst.Arg) and isinstance(ctx.parent(depth + 1), cst.Call):
             call = ctx.parent(depth + 1)
             usage = self._argument_usage(call, parent)
-            if usage == "device-call" and isinstance(ctx.parent(depth + 2), (cst.Comparison, cst.ComparisonTarget)):
-                return  # `x.device != torch.device("cuda")` only asks; constructing it is silent
+            if usage == "device-call" and only_asks(ctx.parent(depth + 2)):
+                return  # constructing a device that is only compared or named is silent
             if usage == "device-call":
                 self._report_device_call(literal, call)
             elif usage == "use":

@@ -156,7 +156,11 @@ def in_dataset_class(ctx: FileContext) -> bool:
 
 
 def _dataset_base(name: str) -> bool:
-    return name.endswith("Dataset") and name.startswith(("torch.utils.data.", "torchvision.datasets."))
+    """torch's, torchvision's and PyG's datasets (``InMemoryDataset`` loads what its own
+    ``process()`` collated on this machine)."""
+    return name.endswith("Dataset") and name.startswith(
+        ("torch.utils.data.", "torchvision.datasets.", "torch_geometric.data.", "torch_geometric.datasets.")
+    )
 
 
 def read_as_numpy(ctx: FileContext, load: cst.Call) -> bool:

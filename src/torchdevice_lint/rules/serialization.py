@@ -134,6 +134,11 @@ class LoadWithoutMapLocation(Rule):
             "import torch\n\nclass ExpertDataset(torch.utils.data.Dataset):\n"
             "    def __init__(self, file_name):\n        self.trajectories = torch.load(file_name)\n"
         ),
+        # rampasek/GraphGPS@2801570 voc_superpixels.py:95: what a PyG dataset's process() collated
+        Valid(
+            "import torch\nfrom torch_geometric.data import InMemoryDataset\n\nclass Superpixels(InMemoryDataset):\n"
+            "    def __init__(self, root):\n        super().__init__(root)\n        self.data, self.slices = torch.load(self.processed_paths[0])\n"
+        ),
         # a cache written when it is missing
         Valid(
             "import os\nimport torch\n\nif os.path.isfile(args.vector_cache):\n"

@@ -1,0 +1,88 @@
+"""Kernels built the older ways: torch < 1.0's ``torch.utils.ffi.create_extension`` and a plain
+setuptools ``Extension`` compiled by nvcc, laid out as research projects lay them out."""
+
+from pathlib import Path
+from typing import Dict, List
+
+from torchdevice_lint import api
+from torchdevice_lint.project.model import Projects
+
+FFI_BUILD = (
+    "import os\nimport torch\nfrom torch.utils.ffi import create_extension\n\nsources = ['src/dcn_v2.c']\nwith_cuda = False\n"
+    "extra_objects = []\nif torch.cuda.is_available():\n    sources += ['src/dcn_v2_cuda.c']\n"
+    "    extra_objects += ['src/cuda/dcn_v2_im2col_cuda.cu.o']\n    with_cuda = True\n{}\n"
+    "here = os.path.dirname(__file__)\nsources = [os.path.join(here, name) for name in sources]\n"
+    "ffi = create_extension('_ext.dcn_v2', sources=sources, with_cuda=with_cuda, extra_objects=extra_objects)\n"
+)
+REFUSAL = "else:\n    raise ValueError('CUDA is not available')"
+FUNCTION = (
+    "import torch\nfrom torch.autograd import Function\nfrom ._ext import dcn_v2 as _backend\n\n\nclass DCNv2Function(Function):\n"
+    "    def forward(self, input):\n        if not input.is_cuda:\n            raise NotImplementedError\n"
+    "        return _backend.dcn_v2_cuda_forward(input)\n"
+)
+MODULE = "from torch import nn\nfrom .dcn_v2_func import DCNv2Function\n\n\nclass DCNv2(nn.Module):\n    def forward(self, x):\n        return DCNv2Function()(x)\n"
+TEST = (
+    "import torch\nfrom dcn_v2 import DCNv2\nfrom dcn_v2_func import DCNv2Function\n\n"
+    "x = torch.randn(2, 4).cuda()\nlayer = DCNv2().cuda()\ny = DCNv2Function()(x)\n"
+)
+
+
+def codes(root: Path, files: Dict[str, str]) -> Dict[str, List[str]]:
+    """Each file's finding codes, the project checked as the CLI checks it."""
+    (root / "setup.py").write_text("")
+    for name, code in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(code)
+    projects = Projects()
+    found = {}
+    for name in files:
+        result = api.engine(projects=projects).check_source(str(root / name), files[name])
+        found[name] = [finding.code for finding in result.findings]
+    return found
+
+
+def dcn_project(build: str) -> Dict[str, str]:
+    return {"DCNv2/__init__.py": "", "DCNv2/build.py": build, "DCNv2/dcn_v2_func.py": FUNCTION, "DCNv2/dcn_v2.py": MODULE, "DCNv2/test.py": TEST}
+
+
+def test_an_ffi_build_that_refuses_without_cuda_is_one_finding_for_its_function_and_test(tmp_path):
+    found = codes(tmp_path, dcn_project(FFI_BUILD.format(REFUSAL)))  # TDV309: the refusal itself
+    assert found == {"DCNv2/__init__.py": [], "DCNv2/build.py": ["TDV309", "TDV310"], "DCNv2/dcn_v2_func.py": [], "DCNv2/dcn_v2.py": [], "DCNv2/test.py": []}
+
+
+def test_an_ffi_build_with_a_cpu_source_and_optional_cuda_leaves_its_test_reported(tmp_path):
+    found = codes(tmp_path, dcn_project(FFI_BUILD.format("")))
+    assert found["DCNv2/build.py"] == [] and "TDV101" in found["DCNv2/test.py"]
+
+
+def test_an_ffi_build_of_cuda_sources_only_is_cuda_only_without_a_refusal(tmp_path):
+    build = FFI_BUILD.format("").replace("['src/dcn_v2.c']", "[]")
+    assert codes(tmp_path, dcn_project(build))["DCNv2/build.py"] == ["TDV310"]
+
+
+def test_a_function_that_falls_back_on_the_cpu_is_not_a_refusal(tmp_path):
+    files = dcn_project(FFI_BUILD.format(REFUSAL))
+    files["DCNv2/dcn_v2_func.py"] = FUNCTION.replace("raise NotImplementedError", "return input.relu()")
+    found = codes(tmp_path, files)
+    assert "TDV310" not in found["DCNv2/build.py"] and "TDV101" in found["DCNv2/test.py"]
+
+
+SETUP = (
+    "from setuptools import setup\nfrom distutils.extension import Extension\n\next_modules = [\n"
+    "    Extension('cpu_nms', ['cpu_nms.pyx']),\n    Extension('gpu_nms', ['nms_kernel.cu', 'gpu_nms.pyx'], libraries=['cudart']),\n]\n"
+    "setup(name='nms', ext_modules=ext_modules)\n"
+)
+NMS = "from .cpu_nms import cpu_nms\nfrom .gpu_nms import gpu_nms\n\n\ndef gpu_nms_wrapper(thresh, device_id):\n    return lambda dets: gpu_nms(dets, thresh, device_id)\n"
+
+
+def test_an_nvcc_extension_imported_unconditionally_is_reported_at_its_build(tmp_path):
+    found = codes(tmp_path, {"nms/__init__.py": "", "nms/setup_linux.py": SETUP, "nms/nms.py": NMS})
+    assert found["nms/setup_linux.py"] == ["TDV310"]
+
+
+def test_an_nvcc_extension_built_only_where_cuda_is_there_beside_a_cpu_one_is_a_choice(tmp_path):
+    setup = SETUP.replace("ext_modules = [", "import torch\next_modules = [").replace(
+        "    Extension('gpu_nms'", "]\nif torch.cuda.is_available():\n    ext_modules += [Extension('gpu_nms'"
+    ).replace("'cudart']),\n]", "'cudart'])]")
+    found = codes(tmp_path, {"nms/__init__.py": "", "nms/setup_linux.py": setup, "nms/nms.py": NMS})
+    assert found["nms/setup_linux.py"] == []
