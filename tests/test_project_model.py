@@ -1,13 +1,14 @@
 """The project model: each file is judged with what its whole project says (options parsed in
 another module, attributes and predicates that read them, files saved from the CPU)."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 from torchdevice_lint import api
 from torchdevice_lint.app.cache import StoredFacts
-from torchdevice_lint.project.model import Projects, project_root
+from torchdevice_lint.project.model import KeptTrees, Projects, project_root
 
 OPTIONS = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default={})\n"
 MODEL = "import torch\n\n\nclass GAN:\n    def __init__(self, args):\n        self.gpu_mode = args.gpu_mode\n        if self.gpu_mode:\n            self.G = self.G.cuda()\n"
@@ -223,3 +224,40 @@ def test_calls_of_another_module_s_namesake_do_not_count(tmp_path):
     assert codes(tmp_path / "utils.py", Projects()) == []
     (tmp_path / "sample.py").write_text("from utils import LayerNorm\nln = LayerNorm()\n")
     assert codes(tmp_path / "utils.py", Projects()) == ["TDV102"]
+
+
+def test_the_first_stage_takes_the_tree_the_model_parsed_of_a_checked_file(tmp_path):
+    model = project(tmp_path, "True")
+    projects = Projects(checked=[str(model)])
+    projects.of(str(model))
+    assert set(projects.trees._kept) == {str(model)}  # main.py is read for the model, not checked
+    assert codes(model, projects) == ["TDV101"]
+    assert projects.trees._kept == {} and projects.take_tree(str(model), model.read_text()) is None
+
+
+def test_a_tree_parsed_from_other_text_is_not_taken(tmp_path):
+    model = project(tmp_path, "True")
+    projects = Projects(checked=[str(model)])
+    projects.of(str(model))
+    assert projects.take_tree(str(model), model.read_text() + "\nx = 1\n") is None
+
+
+def test_trees_are_parsed_from_the_text_the_checker_decodes(tmp_path):
+    model = project(tmp_path, "True")
+    declared = tmp_path / "declared.py"
+    declared.write_bytes("# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n".encode("latin-1"))
+    marked = tmp_path / "marked.py"
+    marked.write_bytes(b"\xef\xbb\xbfimport torch\n")
+    undecodable = tmp_path / "undecodable.py"
+    undecodable.write_bytes(b"name = '\xe9'\n")
+    projects = Projects(checked=[str(model), str(declared), str(marked), str(undecodable)])
+    projects.of(str(model))
+    assert set(projects.trees._kept) == {str(model), str(declared), str(marked)}
+    assert projects.take_tree(str(declared), "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n") is not None
+    assert projects.take_tree(str(marked), "import torch\n") is not None
+
+
+def test_trees_beyond_the_budget_are_parsed_again_by_the_first_stage(tmp_path):
+    trees = KeptTrees([str(tmp_path / "a.py")], budget=5)
+    trees.keep(str(tmp_path / "a.py"), "x = 1\n", ast.parse("x = 1\n"))
+    assert trees.take(str(tmp_path / "a.py"), "x = 1\n") is None

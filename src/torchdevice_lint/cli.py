@@ -339,10 +339,10 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
 
 
 def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None) -> Projects:
-    """The projects of ``paths``, read here once, before any worker starts; a buffer given on
-    stdin stands for its file. ``stored``: the cache directory keeping module facts between runs."""
-    with stored_projects(stored) as projects:
-        for path in paths:
+    """The projects of ``paths``; a buffer on stdin stands for its file. ``stored``: the cache directory
+    keeping module facts between runs, read here. Else a project is read as its first file is checked."""
+    with stored_projects(stored, paths) as projects:
+        for path in paths if stored is not None or buffer is not None else ():
             project = projects.of(path)
             if buffer is not None and project is not None:
                 project.update(path, buffer.text)

@@ -33,7 +33,7 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterator, Optional, Sequence
 
 from .. import __version__
 from ..model.errors import FileError
@@ -406,11 +406,12 @@ class StoredFacts:
 
 
 @contextlib.contextmanager
-def stored_projects(directory: Optional[Path]) -> Iterator[Projects]:
+def stored_projects(directory: Optional[Path], checked: Sequence[str] = ()) -> Iterator[Projects]:
     """A project model whose module facts come from ``directory`` (a results cache directory)
-    and go back to it once read; without a directory, a model kept in memory only."""
+    and go back to it once read; without a directory, a model kept in memory only. ``checked``:
+    the files the run checks (``Projects``)."""
     store = StoredFacts(directory) if directory is not None else None
-    projects = Projects(store.load() if store is not None else None)
+    projects = Projects(store.load() if store is not None else None, checked)
     yield projects
     if store is not None:
         store.save(projects.cache)

@@ -213,6 +213,9 @@ def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer,
     """``(index, result)`` for every pending file, whatever happens to the workers: ``task``
     (``_check_batch`` or ``_fix_batch``) on batches; ``failed(path, error)`` is the result of a
     file whose worker died. ``stop()`` turning true ends the run after the batches in hand."""
+    if engine.projects is not None:
+        for _, path, _ in pending:  # the project model, read once here for every worker
+            engine.projects.of(path)
     context = _pool_context()
     started = context.RawArray("d", max(index for index, _, _ in pending) + 1)
     budget = engine.settings.per_file_timeout

@@ -51,9 +51,12 @@ class Engine:
     def first_stage(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> Tuple[List[Type[Rule]], Facts]:
         """``rules_for``'s rules, and the facts they were chosen by (with the device inference
         when a trigger ran it)."""
-        facts = parse_facts(source, tree)
-        if self.projects is not None:
-            _bring_imports(facts, self.projects.facts_for(path))
+        if self.projects is None:
+            facts = parse_facts(source, tree)
+        else:
+            project = self.projects.facts_for(path)  # reads the project: its trees of the run's files are kept
+            facts = parse_facts(source, tree if tree is not None else self.projects.take_tree(path, source))
+            _bring_imports(facts, project)
         extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
         exempt = noqa.file_exemption(source)
         if exempt == ():

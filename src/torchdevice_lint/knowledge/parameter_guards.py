@@ -39,6 +39,8 @@ class ParameterGuards:
         self.stem = stem
         #: (id of the function, parameter) -> the values calls give it, None where unknown.
         self._values: Dict[Tuple[int, str], Optional[List[object]]] = {}
+        #: (id of a class or block, target type) -> its ``_assignments`` (each tree walked once).
+        self._assigned: Dict[Tuple[int, type], list] = {}
 
     def never_taken(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> bool:
         """Whether ``test`` (on a parameter of ``function``, or on ``self.x`` that ``__init__``
@@ -52,17 +54,21 @@ class ParameterGuards:
         return self._decided_alike(test, function, klass, True)
 
     def _decided_alike(self, test: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef], taken: bool) -> bool:
-        if function is None or not self.project.parameter_calls:
-            return False
+        if function is None or not self._called(function.name.value, "__init__", *((klass.name.value,) if klass is not None else ())):
+            return False  # no call of the project can reach it: no value is known
         tested = self._tested(test)
         if tested is None:
             return False
         subject, decide = tested
         owner: Optional[cst.FunctionDef] = function
         if isinstance(subject, cst.Attribute):
-            owner, parameter = _copied_parameter(subject, klass)
+            if klass is None or not self._called(klass.name.value, "__init__"):
+                return False  # nothing the project calls could pass it: no need to read the class
+            owner, parameter = self._copied_parameter(subject, klass)
         else:
             parameter = subject.value
+            if not self._called(function.name.value, *((klass.name.value,) if klass is not None else ())):
+                return False
         if owner is None or parameter is None:
             return False
         key = (id(owner), parameter)
@@ -70,6 +76,33 @@ class ParameterGuards:
             self._values[key] = self._passed_values(parameter, owner, klass)
         values = self._values[key]
         return bool(values) and all(decide(value) is taken for value in values)
+
+    def _called(self, *callees: str) -> bool:
+        """Whether the project calls any of these names as this module's (what ``_passed_values``
+        reads: without a call, no value is known)."""
+        return any(f"{callee}@{self.stem}" in self.project.parameter_calls for callee in callees)
+
+    def _assignments(self, root: cst.CSTNode, target_type: type) -> list:
+        key = (id(root), target_type)
+        found = self._assigned.get(key)
+        if found is None:
+            found = self._assigned[key] = _assignments(root, target_type)
+        return found
+
+    def _copied_parameter(self, attribute: cst.Attribute, klass: cst.ClassDef) -> Tuple[Optional[cst.FunctionDef], Optional[str]]:
+        """``(__init__, parameter)`` where ``self.x = parameter`` in ``__init__`` is the class's only
+        binding of ``self.x``; ``(None, None)`` otherwise."""
+        init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        bindings = [
+            a for a in self._assignments(klass, cst.Attribute)
+            if a.targets[0].target.attr.value == attribute.attr.value
+            and isinstance(a.targets[0].target.value, cst.Name) and a.targets[0].target.value.value == "self"
+        ]
+        if init is None or len(bindings) != 1 or not isinstance(bindings[0].value, cst.Name):
+            return None, None
+        if not any(bindings[0] is a for a in self._assignments(init.body, cst.Attribute)):
+            return None, None
+        return init, bindings[0].value.value
 
     def _tested(self, test: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, Decision]]:
         """The name (or ``self.x``) a condition tests and how its value decides the branch."""
@@ -110,7 +143,7 @@ class ParameterGuards:
         if declared is None:
             return None
         default = self._literal(declared.default) if declared.default is not None else ()
-        if default is None or any(a.targets[0].target.value == parameter for a in _assignments(function.body, cst.Name)):
+        if default is None or any(a.targets[0].target.value == parameter for a in self._assignments(function.body, cst.Name)):
             return None
         method = klass is not None and any(s is function for s in klass.body.body) and not any(
             isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators
@@ -164,21 +197,3 @@ def _decided(compare: Callable[[object, object], bool], left: object, right: obj
         return bool(compare(left, right))
     except TypeError:
         return None
-
-
-def _copied_parameter(attribute: cst.Attribute, klass: Optional[cst.ClassDef]) -> Tuple[Optional[cst.FunctionDef], Optional[str]]:
-    """``(__init__, parameter)`` where ``self.x = parameter`` in ``__init__`` is the class's only
-    binding of ``self.x``; ``(None, None)`` otherwise."""
-    if klass is None:
-        return None, None
-    init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
-    bindings = [
-        a for a in _assignments(klass, cst.Attribute)
-        if a.targets[0].target.attr.value == attribute.attr.value
-        and isinstance(a.targets[0].target.value, cst.Name) and a.targets[0].target.value.value == "self"
-    ]
-    if init is None or len(bindings) != 1 or not isinstance(bindings[0].value, cst.Name):
-        return None, None
-    if not any(bindings[0] is a for a in _assignments(init.body, cst.Attribute)):
-        return None, None
-    return init, bindings[0].value.value

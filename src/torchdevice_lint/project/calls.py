@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
+from ..syntax.ast_nodes import nodes_below
+
 #: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
 #: where ``*args`` makes it unknown, the keywords naming a device (sorted), whether ``**kwargs`` is
 #: unpacked]``.
@@ -101,6 +103,10 @@ def keyed(name: str, origin: Optional[str]) -> str:
 
 def passed_flags(call: ast.Call) -> Optional[tuple]:
     """``CallFacts.passed`` of a call."""
+    if not any(type(argument) is ast.Attribute for argument in call.args) and not any(
+        type(keyword.value) is ast.Attribute for keyword in call.keywords
+    ):
+        return None  # no attribute passed (most calls): no flag
     starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
     positional = tuple(_passed(argument) for argument in call.args[:starred])  # after ``*args``: unknown places
     keywords = [(keyword.arg, _passed(keyword.value)) for keyword in call.keywords if keyword.arg is not None]
@@ -217,7 +223,7 @@ def _defaults_to_cuda(target: ast.expr, value: ast.expr) -> bool:
 def _names_cuda(value: ast.expr) -> bool:
     return any(
         isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda")
-        for node in ast.walk(value)
+        for node in nodes_below(value)
     )
 
 

@@ -21,7 +21,7 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
 from .calls import OWN, ModuleCalls
 
 Span = Tuple[int, int]
@@ -79,7 +79,7 @@ class ContextReader:
         if not self._spawns:
             return []
         counts = {
-            dotted_name(target) for node in ast.walk(tree) if type(node) is ast.Assign and _counts_gpus(node.value)
+            dotted_name(target) for node in nodes_below(tree) if type(node) is ast.Assign and _counts_gpus(node.value)
             for target in node.targets
         } - {None}
         found = []
@@ -108,7 +108,7 @@ class Coverage(ast_guards.Coverage):
 
 
 def _counts_gpus(value: ast.expr) -> bool:
-    return any(type(node) is ast.Call and last_name(node.func) == "device_count" for node in ast.walk(value))
+    return any(type(node) is ast.Call and last_name(node.func) == "device_count" for node in nodes_below(value))
 
 
 def _tests_device(value: ast.expr) -> bool:

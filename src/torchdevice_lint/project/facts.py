@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from ..knowledge.flags import AVAILABILITY_WORDS
 from ..knowledge.option_values import about_devices
-from ..syntax.ast_nodes import last_name, literal_string
+from ..syntax.ast_nodes import last_name, literal_string, nodes_below
 from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
@@ -87,6 +87,8 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
+#: Every node type the walk reads.
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Assign, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
 
 
 
@@ -112,21 +114,24 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
             read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
     found: List[tuple] = []
+    Call, Constant, Attribute, Assign = ast.Call, ast.Constant, ast.Attribute, ast.Assign
     for root, scope, caller in kernels.roots():
-        for node in ast.walk(root):
+        for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
-            if kind is ast.Call:
+            if kind not in _READ:
+                continue  # names, subscripts, operations...: most nodes, and nothing to read
+            if kind is Call:
                 found.append((node, caller))
                 _read_call(node, facts, context)
                 kernels.read_call(node, scope)
-            elif kind is ast.Constant:
+            elif kind is Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
                 if type(node.value) is str and "mps" in node.value.lower():
                     facts.mentions_mps = True
-            elif kind is ast.Attribute:
+            elif kind is Attribute:
                 if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
-            elif kind is ast.Assign:
+            elif kind is Assign:
                 _read_rebound(node.targets, facts.rebound)
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
@@ -184,7 +189,7 @@ def _read_module_level(body: List[ast.stmt], facts: ModuleFacts) -> None:
         if isinstance(statement, ast.If) and statement.orelse and _tests_availability(statement.test):
             _read_device_branches(statement, kinds)
         elif isinstance(statement, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
-            for node in ast.walk(statement):  # bound there too: nothing proven about it
+            for node in nodes_below(statement):  # bound there too: nothing proven about it
                 if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     kinds.setdefault(node.id, set()).add(None)
     facts.devices = {name: found.pop() for name, found in kinds.items() if len(found) == 1 and None not in found}
@@ -231,7 +236,7 @@ def device_kind(value: ast.expr) -> Optional[str]:
 def _tests_availability(test: ast.expr) -> bool:
     """A condition that calls ``is_available()`` or ``device_count()`` (of any backend)."""
     return any(
-        isinstance(node, ast.Call) and last_name(node.func) in AVAILABILITY_WORDS for node in ast.walk(test)
+        isinstance(node, ast.Call) and last_name(node.func) in AVAILABILITY_WORDS for node in nodes_below(test)
     )
 
 
@@ -254,7 +259,7 @@ def file_names(path: ast.expr) -> List[str]:
     """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
     ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/saved_files.path_keys`` keys them."""
     names = []
-    for node in ast.walk(path):
+    for node in nodes_below(path):
         if isinstance(node, ast.JoinedStr):
             value = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -267,7 +272,7 @@ def file_names(path: ast.expr) -> List[str]:
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:
-    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in ast.walk(value))
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:

@@ -10,8 +10,9 @@ Only the project's own modules are read: what ``torch`` or any installed package
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Set, Tuple
+from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from .facts import ModuleFacts, imported_name
 
@@ -26,6 +27,8 @@ class ImportResolver:
         self.root = root
         self.modules = modules
         self._exports: Dict[str, Tuple[Dict[str, str], Dict[str, str]]] = {}
+        #: (importing folder, module) -> ``_candidates``: a folder's modules import much the same.
+        self._found: Dict[Tuple[str, str], List[str]] = {}
 
     def brought(self, path: str) -> Tuple[Dict[str, str], Dict[str, str]]:
         """(torch names, device kinds) that the module at ``path`` takes from the project's other
@@ -83,21 +86,44 @@ class ImportResolver:
 
     def find(self, importer: str, module: str) -> Optional[str]:
         """The path of the project's module ``module`` as ``importer`` imports it, or None."""
+        key = (os.path.dirname(importer), module)
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = self._candidates(importer, module)
+        return next((candidate for candidate in found if candidate != importer), None)
+
+    def _candidates(self, importer: str, module: str) -> List[str]:
+        """The project's modules that ``module`` may name from ``importer``'s folder, nearest first
+        (the same for every module of the folder, but the importer itself)."""
+        found = []
         dots = len(module) - len(module.lstrip("."))
         parts = [part for part in module[dots:].split(".") if part]
-        folder = Path(importer).parent
+        folder = os.path.dirname(importer)
         if dots:
             for _ in range(dots - 1):
-                folder = folder.parent
+                folder = os.path.dirname(folder)
             bases = [folder]
         else:
-            bases = [folder, *(above for above in folder.parents if self.root in above.parents or above == self.root)]
+            bases = [folder, *_folders_up_to(os.path.dirname(folder), str(self.root))]
         for base in bases:
-            place = base.joinpath(*parts)
-            for candidate in (str(place) + ".py", str(place / "__init__.py")) if parts else (str(place / "__init__.py"),):
-                if candidate in self.modules and candidate != importer:
-                    return candidate
-        return None
+            place = os.path.join(base, *parts)
+            for candidate in (place + ".py", os.path.join(place, "__init__.py")) if parts else (os.path.join(place, "__init__.py"),):
+                if candidate in self.modules:
+                    found.append(candidate)
+        return found
+
+
+def _folders_up_to(folder: str, root: str) -> List[str]:
+    """``folder`` and the folders above it, up to ``root`` included, where it lies in ``root``."""
+    inside = root if root.endswith(os.sep) else root + os.sep
+    found = []
+    while folder == root or folder.startswith(inside):
+        found.append(folder)
+        above = os.path.dirname(folder)
+        if above == folder:
+            break
+        folder = above
+    return found
 
 
 def _torch_name(item: Tuple[str, str]) -> Tuple[str, Optional[str]]:

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import PurePath
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string
+from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
 #: The callables that build an extension module (qualified name -> builder).
@@ -166,7 +166,7 @@ class KernelReader:
             cuda = sources is not None and not (isinstance(sources, ast.Constant) and sources.value is None)
         elif builder in ("load", "Extension"):
             sources = keyword_value(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
-            names = [literal_string(node) for node in ast.walk(sources)] if sources is not None else []
+            names = [literal_string(node) for node in nodes_below(sources)] if sources is not None else []
             if not any(names):
                 return  # sources computed elsewhere: what they build is unknown
             objects = keyword_value(call, "extra_objects")
@@ -200,7 +200,7 @@ class KernelReader:
         only refuses it (``if not x.is_cuda: raise NotImplementedError``)."""
         if self.tests_cpu or _refuses(condition):
             return
-        for node in ast.walk(condition.test):
+        for node in nodes_below(condition.test):
             if isinstance(node, ast.Constant) and node.value in ("cpu", "cuda"):
                 self.tests_cpu = True
             elif isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_available"):

@@ -12,13 +12,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import io
 import itertools
 import os
 import re
 import stat
+import tokenize
 import warnings
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional
+from typing import Dict, Iterable, Iterator, Mapping, Optional, Tuple
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
@@ -40,6 +42,8 @@ MAX_FILES = 20_000
 _CODING = re.compile(r"coding[:=]")
 #: A module larger than this is left out of the model (as the source reader refuses to check it).
 MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Source characters whose trees are kept for the first stage at a time (``KeptTrees``).
+MAX_KEPT_CHARACTERS = 4 * 1024 * 1024
 
 
 def project_root(path: str) -> Optional[Path]:
@@ -69,7 +73,7 @@ def marks_a_project(folder: Path) -> bool:
 class Project:
     """One project's modules, their facts, and the option defaults they make together."""
 
-    def __init__(self, root: Path, cache: Optional["FactsCache"] = None) -> None:
+    def __init__(self, root: Path, cache: Optional["FactsCache"] = None, trees: Optional["KeptTrees"] = None) -> None:
         self.root = root
         self.cache = cache if cache is not None else FactsCache()
         self.modules: Dict[str, ModuleFacts] = {}
@@ -79,7 +83,7 @@ class Project:
         self._resolver = ImportResolver(root, self.modules)
         files = list(itertools.islice(python_files(root), MAX_FILES + 1))
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
-            self.modules[str(file)] = self.cache.facts_of_file(file)
+            self.modules[str(file)] = self.cache.facts_of_file(file, trees)
 
     def update(self, path: str, text: str) -> Optional[ast.Module]:
         """An editor's buffer replaces the file's facts on disk. Returns the buffer's ``ast``
@@ -135,14 +139,17 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
-    passed: Dict[str, list] = {}
+    arguments: Dict[str, list] = {}
     rebound = set()
+    # only callees some call of which passes an attribute can take an option's default
+    flagged = {key.partition("@")[0] for facts in modules.values() for key, records in facts.calls.sites.items()
+               if any(record.passed is not None for record in records)}
     for facts in modules.values():
         rebound.update(facts.rebound)
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
-            for record in records:
-                passed.setdefault(name, []).append(_passed_in_caller(record, facts))
+            if name in flagged:
+                arguments.setdefault(name, []).extend(_passed_in_caller(record, facts) for record in records)
         saved.update(facts.cpu_saved_files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
@@ -155,8 +162,6 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
-    # only callees some call of which passes an attribute can take an option's default
-    arguments = {name: calls for name, calls in passed.items() if any(call[0] is not None for call in calls)}
     return ProjectFacts(
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
         rebound_options=frozenset(rebound & known.keys()),
@@ -211,7 +216,9 @@ def _reached(key: str, here: str, defined: Mapping[str, set], packages: set) -> 
     """The definitions (``name@stem``) a call or use keyed ``key`` in the module ``here`` may
     reach: all of that name where its origin is unknown or a package of the project."""
     name, _, origin = key.partition("@")
-    stems = sorted(defined.get(name, ()))
+    if name not in defined:
+        return []  # most calls: of names the project does not define
+    stems = sorted(defined[name])
     if origin == OWN:
         stems = [here] if here in stems else []
     elif origin and origin not in packages:
@@ -265,16 +272,51 @@ class FactsCache:
         self.by_hash: Dict[str, ModuleFacts] = dict(known or {})
         self.parsed = 0
 
-    def facts_of_file(self, file: Path) -> ModuleFacts:
+    def facts_of_file(self, file: Path, trees: Optional["KeptTrees"] = None) -> ModuleFacts:
+        """The file's facts; a tree parsed for them goes to ``trees`` (the run checks the file next)."""
         data = _regular_file_bytes(file)
-        return self._facts(data) if data is not None else ModuleFacts()
-
-    def _facts(self, data: bytes) -> ModuleFacts:
+        if data is None:
+            return ModuleFacts()
         key = hashlib.sha256(data).hexdigest()
         if key not in self.by_hash:
-            self.by_hash[key] = _parse_facts(data)
+            text = _text_as_checked(data)
+            if text is None:
+                self.by_hash[key] = _parse_facts(data)
+            else:  # parsed as the first stage parses it, which may then take the tree
+                tree = _compiled(text)
+                self.by_hash[key] = module_facts(tree) if tree is not None else ModuleFacts()
+                if tree is not None and trees is not None:
+                    trees.keep(str(file), text, tree)
             self.parsed += 1
         return self.by_hash[key]
+
+
+class KeptTrees:
+    """The CPython trees the model parsed of the files the run checks, kept until the first stage
+    asks for them (``take``), so each file is parsed by CPython once. At most ``budget``
+    characters of source are kept at a time (a tree takes about 40 bytes of memory a character):
+    beyond that, the first stage parses the file again. Trees never travel to another process."""
+
+    def __init__(self, checked: Iterable[str] = (), budget: int = MAX_KEPT_CHARACTERS) -> None:
+        self.checked = frozenset(os.path.abspath(path) for path in checked)
+        self.budget = budget
+        self._kept: Dict[str, Tuple[str, ast.Module]] = {}
+
+    def keep(self, path: str, text: str, tree: ast.Module) -> None:
+        if path in self.checked and len(text) <= self.budget:
+            self._kept[path] = (text, tree)
+            self.budget -= len(text)
+
+    def take(self, path: str, text: str) -> Optional[ast.Module]:
+        """The tree kept for ``path`` if it was parsed from ``text``, else None; kept no longer."""
+        kept = self._kept.pop(os.path.abspath(path), None)
+        if kept is None:
+            return None
+        self.budget += len(kept[0])
+        return kept[1] if kept[0] == text else None
+
+    def __getstate__(self) -> dict:
+        return {**vars(self), "_kept": {}}
 
 
 def _regular_file_bytes(file: Path) -> Optional[bytes]:
@@ -296,11 +338,28 @@ def _regular_file_bytes(file: Path) -> Optional[bytes]:
         os.close(descriptor)
 
 
+def _text_as_checked(data: bytes) -> Optional[str]:
+    """The text the checker reads from ``data`` (``app.sources.decode``: in the encoding its BOM or
+    coding declaration names, else UTF-8), or None where it cannot decode it."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
+
+
 def _parsed_as_checked(text: str) -> Optional[ast.Module]:
     """The ``ast`` the first stage would parse from ``text``; None where it fails, or where a
     coding declaration (searched for broadly) could make the bytes read otherwise."""
     if _CODING.search("\n".join(text.split("\n", 2)[:2])):
         return None
+    try:
+        return compile_python(text)
+    except Unparsable:
+        return None
+
+
+def _compiled(text: str) -> Optional[ast.Module]:
     try:
         return compile_python(text)
     except Unparsable:
@@ -320,8 +379,10 @@ def _parse_facts(data: bytes) -> ModuleFacts:
 class Projects:
     """The projects of a run, each read once, by root."""
 
-    def __init__(self, cache: Optional[FactsCache] = None) -> None:
+    def __init__(self, cache: Optional[FactsCache] = None, checked: Iterable[str] = ()) -> None:
+        """``checked``: the files the run checks, whose trees are kept for the first stage."""
         self.cache = cache if cache is not None else FactsCache()
+        self.trees = KeptTrees(checked)
         self._by_root: Dict[Path, Project] = {}
         self._roots: Dict[str, Optional[Path]] = {}
 
@@ -333,9 +394,13 @@ class Projects:
         if root is None:
             return None
         if root not in self._by_root:
-            self._by_root[root] = Project(root, self.cache)
+            self._by_root[root] = Project(root, self.cache, self.trees)
         return self._by_root[root]
 
     def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
         return project.facts_for(path) if project is not None else ProjectFacts()
+
+    def take_tree(self, path: str, text: str) -> Optional[ast.Module]:
+        """The CPython tree the model parsed of ``path`` from ``text``, if it kept one."""
+        return self.trees.take(path, text)

@@ -17,7 +17,7 @@ import os
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..inference.vocabulary import PARAMETERLESS_MODULES
-from ..syntax.ast_nodes import dotted_name
+from ..syntax.ast_nodes import dotted_name, nodes_below
 
 #: ``nn.Module`` itself, as its imports resolve.
 MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -83,7 +83,8 @@ def _method_keeps_constants(method: ast.AST) -> bool:
     me = positional[0].arg
     constant_defaults = _constant_defaults(method.args)
     allowed: Set[int] = set()
-    for node in ast.walk(method):
+    nodes = nodes_below(method)
+    for node in nodes:
         if isinstance(node, ast.Call) and (
             (isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERING)
             or (isinstance(node.func, ast.Name) and node.func.id in REGISTERING | {"vars"})
@@ -94,7 +95,7 @@ def _method_keeps_constants(method: ast.AST) -> bool:
             kept = _constant(node.value) or (isinstance(node.value, ast.Name) and node.value.id in constant_defaults)
             if kept:
                 allowed.update(id(target) for target in targets if _attribute_of(target, me))
-    for node in ast.walk(method):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and _rooted_at(node, me):
             if node.attr == "__dict__" or (isinstance(node.ctx, ast.Store) and id(node) not in allowed):
                 return False

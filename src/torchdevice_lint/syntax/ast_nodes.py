@@ -27,18 +27,23 @@ def nodes_below(tree: ast.AST) -> List[ast.AST]:
     ``ast.walk`` yields of them at a third of its cost (no generator per node)."""
     found: List[ast.AST] = []
     level = [tree]
+    AST, fields_of = ast.AST, CHILD_FIELDS.get
     while level:
         found.extend(level)
         below: list = []
+        extend, append = below.extend, below.append
         for node in level:
             kind = type(node)
-            for name in CHILD_FIELDS.get(kind) or node_fields(kind):
+            fields = fields_of(kind)
+            if fields is None:  # a leaf type has an empty tuple, found once
+                fields = node_fields(kind)
+            for name in fields:
                 child = getattr(node, name, None)
                 if type(child) is list:
-                    below.extend(child)
-                elif isinstance(child, ast.AST):
-                    below.append(child)
-        level = [child for child in below if isinstance(child, ast.AST)]  # lists hold None (``{**d}``) and str (``global``)
+                    extend(child)
+                elif isinstance(child, AST):
+                    append(child)
+        level = [child for child in below if isinstance(child, AST)]  # lists hold None (``{**d}``) and str (``global``)
     return found
 
 
