@@ -86,3 +86,28 @@ def test_an_nvcc_extension_built_only_where_cuda_is_there_beside_a_cpu_one_is_a_
     ).replace("'cudart']),\n]", "'cudart'])]")
     found = codes(tmp_path, {"nms/__init__.py": "", "nms/setup_linux.py": setup, "nms/nms.py": NMS})
     assert found["nms/setup_linux.py"] == []
+
+
+POINTNET_SETUP = (
+    "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+    "setup(name='pointnet2', ext_modules=[CUDAExtension(name='pointnet2._ext', sources=['src/ball_query.cu'])],\n"
+    "      cmdclass={'build_ext': BuildExtension})\n"
+)
+POINTNET_UTILS = (
+    "import builtins\n\ntry:\n    import pointnet2._ext as _ext\nexcept ImportError:\n"
+    "    if not getattr(builtins, '__POINTNET2_SETUP__', False):\n        raise ImportError('Could not import _ext module.')\n\n\n"
+    "def ball_query(radius, xyz):\n    return _ext.ball_query(xyz, radius)\n"
+)
+POINTNET_TEST = "import torch\nimport pointnet2_utils\n\nxyz = torch.randn(1, 4, 3).cuda()\nidx = pointnet2_utils.ball_query(0.1, xyz)\n"
+
+
+def test_a_module_whose_import_of_the_kernel_raises_again_drives_it_whole(tmp_path):
+    # facebookresearch/votenet@2f6d6d3 pointnet2/pointnet2_utils.py:25, pointnet2_test.py:22
+    files = {"pointnet2/setup.py": POINTNET_SETUP, "pointnet2/pointnet2_utils.py": POINTNET_UTILS, "pointnet2/pointnet2_test.py": POINTNET_TEST}
+    assert codes(tmp_path, files)["pointnet2/pointnet2_test.py"] == []
+
+
+def test_an_import_whose_failure_is_only_reported_leaves_the_test_reported(tmp_path):
+    quiet = POINTNET_UTILS.replace("        raise ImportError('Could not import _ext module.')", "        print('no _ext: slow path')")
+    files = {"pointnet2/setup.py": POINTNET_SETUP, "pointnet2/pointnet2_utils.py": quiet, "pointnet2/pointnet2_test.py": POINTNET_TEST}
+    assert "TDV101" in codes(tmp_path, files)["pointnet2/pointnet2_test.py"]

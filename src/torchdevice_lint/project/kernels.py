@@ -90,6 +90,11 @@ class KernelReader:
             built = self.built_module(statement.value) if last_name(statement.value.func) in MODULE_BUILDERS else None
             if built is not None:
                 self.imports[statement.targets[0].id] = [built, guarded]  # ``fused = load("fused", ...)``
+        elif isinstance(statement, ast.Try) and statement.handlers and all(map(_reraises, statement.handlers)):
+            # ``try: import pointnet2._ext`` whose every handler raises again (facebookresearch/
+            # votenet@2f6d6d3 pointnet2/pointnet2_utils.py:25): the module needs the kernel
+            for inner in statement.body:
+                self._read_binding(inner, guarded)
         elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for block in child_blocks(statement):
                 for inner in block:
@@ -296,6 +301,15 @@ def names_kernel(dotted: str, kernel: str) -> bool:
         return True
     before = [part for part in parts[:-1] if part]
     return before[-1] == wanted[-2] if before else dotted.startswith(".")
+
+
+def _reraises(handler: ast.ExceptHandler) -> bool:
+    """Whether an ``except`` block raises, at most after messages or behind a bare ``if`` (a
+    flag only ``setup.py`` sets): what follows the ``try`` never runs without what it imports."""
+    body = handler.body
+    last = body[-1]
+    raises = type(last) is ast.Raise or (type(last) is ast.If and not last.orelse and type(last.body[-1]) is ast.Raise)
+    return raises and all(type(statement) in (ast.Expr, ast.Pass) for statement in body[:-1])
 
 
 class CudaOnlyCode:
