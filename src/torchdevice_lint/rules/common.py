@@ -354,14 +354,15 @@ def report_device_literal(rule, literal: cst.BaseExpression, replaced: cst.CSTNo
     rule.report(literal, message, fix)
 
 
-def may_meet_mps(ctx: "FileContext") -> bool:
+def may_meet_mps(ctx: "FileContext", through_fixes: bool = True) -> bool:
     """Whether a tensor this file puts on a device can be on a Mac's MPS. A project that never
     names MPS picks CUDA or the CPU; only a CUDA hard-code in the file (``.cuda()``, a ``"cuda"``
     device outside an availability check) brings MPS in, once the placement fixes make it
-    follow the best device (and the file keeps one device convention). Unknown project: True."""
+    follow the best device (and the file keeps one device convention): ``through_fixes`` counts
+    that. Unknown project: True."""
     if not ctx.project.never_mps or "mps" in ctx.source:
         return True
-    return _hard_codes_cuda(ctx.python_tree())
+    return through_fixes and _hard_codes_cuda(ctx.python_tree())
 
 
 def _hard_codes_cuda(tree: ast.AST) -> bool:

@@ -232,6 +232,8 @@ class CudaTensorTypeCast(Rule):
         # rampasek/GraphGPS@2801570 graphgps/layer/performer_layer.py:212: a project that never
         # picks MPS has its tensors on CUDA or the CPU, where the check is right
         Valid(_HALF_CHECK, files={"run.py": "import torch\n"}),
+        # ozan-oktay/Attention-Gated-Networks@eee4881 models/networks_other.py:524, in a file that also calls .cuda()
+        Valid(_HALF_CHECK + "\nnet = build().cuda()\n", files={"run.py": "import torch\n"}),
     )
     invalid = (
         Invalid(
@@ -281,9 +283,11 @@ class CudaTensorTypeCast(Rule):
 
     def _may_meet_mps(self) -> bool:
         """The check is wrong only on MPS or XPU: a project that never picks either takes the
-        CPU branch exactly where the tensor is on the CPU."""
+        CPU branch exactly where the tensor is on the CPU. Not counted: MPS that the fixes of
+        the file's ``.cuda()`` bring in, whose CPU branch (typically the one without
+        ``data_parallel``) runs there too."""
         if self._meets_mps is None:
-            self._meets_mps = may_meet_mps(self.ctx)
+            self._meets_mps = may_meet_mps(self.ctx, through_fixes=False)
         return self._meets_mps
 
     def _check_cast(self, node: cst.Call) -> None:
