@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
 import libcst as cst
@@ -183,7 +183,9 @@ class FileContext:
         self.project = project
         self.flags = FlagDefaults(module, project)
         self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
-        self.option_values = OptionValues(module, project, self.assigned_values)
+        # the shared cache, not a bound method: the context holding it through a method of its
+        # own would be a cycle keeping every tree alive until the cyclic collector
+        self.option_values = OptionValues(module, project, partial(_assigned_in, self._assigned))
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None
         #: CPython's tree of the source, when the first stage handed it over.
@@ -299,10 +301,7 @@ class FileContext:
 
     def assigned_values(self, scope: cst.CSTNode) -> Dict[str, List[Optional[cst.BaseExpression]]]:
         """``value_checks.assigned_values`` of ``scope`` (not to be changed: it is shared)."""
-        found = self._assigned.get(id(scope))
-        if found is None:
-            found = self._assigned[id(scope)] = value_checks.assigned_values(scope)
-        return found
+        return _assigned_in(self._assigned, scope)
 
     def bound_above(self, block: cst.CSTNode, name: str) -> bool:
         """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one
@@ -377,3 +376,11 @@ class Analysis:
     unused_noqa: list = field(default_factory=list)
     #: What is derived from the analysis once asked for, kept with it (the fixes' edits).
     derived: dict = field(default_factory=dict)
+
+
+def _assigned_in(cache: Dict[int, Dict[str, List[Optional[cst.BaseExpression]]]], scope: cst.CSTNode) -> Dict[str, List[Optional[cst.BaseExpression]]]:
+    """``value_checks.assigned_values`` of ``scope``, once per scope in ``cache``."""
+    found = cache.get(id(scope))
+    if found is None:
+        found = cache[id(scope)] = value_checks.assigned_values(scope)
+    return found

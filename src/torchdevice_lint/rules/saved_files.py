@@ -163,6 +163,23 @@ def _dataset_base(name: str) -> bool:
     )
 
 
+def retried_with_map_location(ctx: FileContext) -> bool:
+    """Inside ``try:`` whose ``except RuntimeError:`` (or broader) loads again with a
+    ``map_location`` (black0017/MedicalZooPytorch@8f40dab lib/medzoo/BaseModelClass.py:53): the
+    error a CPU machine meets is the one the program catches."""
+    stack = ctx.stack
+    for index, node in enumerate(stack[:-1]):
+        if isinstance(node, cst.Try) and stack[index + 1] is node.body:
+            for handler in node.handlers:
+                caught = {last_name(n) for n in _nodes_of(handler.type, cst.Name, cst.Attribute)} if handler.type else {"Exception"}
+                if caught & {"RuntimeError", "Exception", "BaseException"} and any(
+                    ctx.qualname(call.func) in LOADERS and any(arg.keyword and arg.keyword.value == "map_location" for arg in call.args)
+                    for call in _nodes_of(handler.body, cst.Call)
+                ):
+                    return True
+    return False
+
+
 def read_as_numpy(ctx: FileContext, load: cst.Call) -> bool:
     """``torch.load(p).numpy()``, or ``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``
     or ``data.numpy()``: the file holds CPU data (both raise on a CUDA tensor on every machine,

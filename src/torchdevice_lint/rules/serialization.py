@@ -26,6 +26,7 @@ from .saved_files import (
     opened_path,
     path_keys,
     read_as_numpy,
+    retried_with_map_location,
     shipped_on_cpu,
 )
 
@@ -138,6 +139,11 @@ class LoadWithoutMapLocation(Rule):
         Valid(
             "import torch\nfrom torch_geometric.data import InMemoryDataset\n\nclass Superpixels(InMemoryDataset):\n"
             "    def __init__(self, root):\n        super().__init__(root)\n        self.data, self.slices = torch.load(self.processed_paths[0])\n"
+        ),
+        # black0017/MedicalZooPytorch@8f40dab lib/medzoo/BaseModelClass.py:53: the error is caught and retried
+        Valid(
+            "import torch\n\ndef restore(model, path):\n    try:\n        state = torch.load(path)\n    except RuntimeError:\n"
+            "        state = torch.load(path, map_location=lambda storage, loc: storage)\n    model.load_state_dict(state)\n"
         ),
         # a cache written when it is missing
         Valid(
@@ -345,7 +351,7 @@ class LoadWithoutMapLocation(Rule):
         if len(positional(node)) > 1:
             return
         keys = self._file_keys(node.args[0].value)
-        if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node):
+        if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx):
             return
         if in_dataset_class(self.ctx) or shipped_on_cpu(self.ctx, _unopened(node.args[0].value)):
             return
