@@ -18,10 +18,11 @@ from __future__ import annotations
 import ast
 import operator as operators
 from functools import lru_cache
-from typing import Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 from ..syntax.cst_lazy import cst
 from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from .flags import _parameter_names
 from .project_facts import ProjectFacts
 
 #: A value known at the defaults: ``(value, whether a device option decided it)``; None: unknown.
@@ -143,7 +144,7 @@ class OptionValues:
         """A constant, or a name bound by one assignment in ``scope`` (a parameter is unknown)."""
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name], False
-        if depth == 0 or isinstance(scope, cst.FunctionDef) and name in _parameters(scope):
+        if depth == 0 or isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope):
             return None
         values = self.assigned(scope).get(name, ())
         if len(values) != 1 or values[0] is None:
@@ -160,10 +161,3 @@ class OptionValues:
         if not means_no_gpu(option, default) or option in self.project.rebound_options:
             return None
         return default, True
-
-
-def _parameters(function: cst.FunctionDef) -> Set[str]:
-    params = function.params
-    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return {param.name.value for param in named + starred}
