@@ -152,7 +152,7 @@ def test_facts_reach_code_in_match_statements():
         ("TDV105", 'import torch\nif x.device.type == "mps":\n    y = 1\nok = backend in ("mps", "xpu")\n', False),
         ("TDV105", 'import torch\nx = x.to("mps")\n', True),
         ("TDV105", 'import torch\ndevice = "mps" if fast else "cpu"\n', True),
-        ("TDV105", 'import torch\n\ndef f(x, device="xpu:0"):\n    return x\n', True),
+        ("TDV105", 'import torch\n\ndef f(x, device="xpu:0"):\n    return x.to(device)\n', True),
         ("TDV105", 'import torch\ntorch.set_default_device("mps")\n', True),
         ("TDV105", 'import torch\nx = torch.ones(2, device=f"xpu:{rank}")\n', True),
         ("TDV105", "import torch\nx = x.npu()\n", True),
@@ -180,7 +180,7 @@ def test_facts_reach_code_in_match_statements():
         ("TDV102", 'import torch\nname = os.environ.get("TORCH_DEVICE", "cuda")\nkind = "cuda_graph"\n', False),
         ("TDV102", 'import torch\nstate = torch.load(path, "cuda:0")\n', True),
         ("TDV102", 'import torch\nmodel = Net(map_location="cuda")\n', True),
-        ("TDV102", 'import torch\n\ndef f(x, *, target_device="cuda"):\n    return x\n', True),
+        ("TDV102", 'import torch\n\ndef f(x, *, target_device="cuda"):\n    return x.to(target_device)\n', True),
         # candidates that availability checks cover for certain (knowledge/ast_guards.py): no LibCST for them
         ("TDV101", "import torch\nif torch.cuda.is_available():\n    x = x.cuda()\n", False),
         ("TDV101", "import torch\ny = x.cuda() if torch.cuda.is_available() else x\nz = torch.cuda.is_available() and w.cuda()\n", False),

@@ -259,7 +259,9 @@ class FileContext:
         if sign == guards.NEUTRAL and self.parameter_guards.always_taken(test, self.enclosing_function(), self.enclosing_class()):
             return guards.NEGATIVE  # its ``else:`` likewise
         if sign == guards.NEUTRAL:
-            return self.option_values.sign(test, self.enclosing_function())  # ``args.visible_gpus == "-1"``
+            sign = self.option_values.sign(test, self.enclosing_function())  # ``args.visible_gpus == "-1"``
+        if sign == guards.NEUTRAL and guards.clamped_to_device_count(test, self.enclosing_function(), self.qualname):
+            return guards.POSITIVE  # ``n_gpu_use > 0`` once ``n_gpu_use`` is at most ``device_count()``
         return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:

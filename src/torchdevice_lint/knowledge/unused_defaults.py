@@ -27,12 +27,15 @@ _PLAIN_BASES = {"object", "Module", "nn.Module", "torch.nn.Module"}
 
 
 def parameter_default_unused(stack: Sequence[cst.CSTNode], param: cst.Param, project: ProjectFacts) -> bool:
-    """Whether every call of the function ``param`` belongs to passes it (an ``__init__``'s
-    calls are its class's)."""
+    """Whether the function ``param`` belongs to never reads it (jannerm/diffuser@7ea4228
+    diffuser/utils/serialization.py:36 ``load_diffusion(..., device='cuda:0')``), or every call
+    of it passes it (an ``__init__``'s calls are its class's)."""
     index = next((i for i in range(len(stack) - 1, -1, -1) if isinstance(stack[i], cst.FunctionDef)), None)
     if index is None or not any(node is param for node in stack[index:]):
         return False
     function = stack[index]
+    if _never_read(function, param.name.value):
+        return True
     cls = stack[index - 2] if index >= 2 and isinstance(stack[index - 2], cst.ClassDef) else None
     parameters = function.params
     positional = [*parameters.posonly_params, *parameters.params]
@@ -46,6 +49,14 @@ def parameter_default_unused(stack: Sequence[cst.CSTNode], param: cst.Param, pro
     else:
         callee = function.name.value
     return position != -1 and project.always_passed(callee, param.name.value, position)
+
+
+def _never_read(function: cst.FunctionDef, name: str) -> bool:
+    """Whether no name in the function's body (nested functions included) is ``name``, nor
+    ``locals``/``vars``, which read every parameter."""
+    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+    return not any(node.value in (name, "locals", "vars") for node in nodes_of(function.body, cst.Name))
 
 
 def field_default_unused(stack: Sequence[cst.CSTNode], project: ProjectFacts) -> bool:

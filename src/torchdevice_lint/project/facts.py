@@ -114,6 +114,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
             read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
     found: List[tuple] = []
+    named_saves: List[tuple] = []  # (path variable, the top-level piece it is bound in)
     Call, Constant, Attribute, Assign = ast.Call, ast.Constant, ast.Attribute, ast.Assign
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
@@ -122,7 +123,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 continue  # names, subscripts, operations...: most nodes, and nothing to read
             if kind is Call:
                 found.append((node, caller))
-                _read_call(node, facts, context)
+                path_name = _read_call(node, facts, context)
+                if path_name is not None:  # bound in its function, or anywhere at module level
+                    named_saves.append((path_name, root if type(root) in _FUNCTIONS else tree))
                 kernels.read_call(node, scope)
             elif kind is Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
@@ -147,6 +150,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                     context.conditions.append(node)
             elif kind in _BINDINGS:
                 read_node(node, calls, known)
+    for path_name, root in named_saves:
+        facts.cpu_saved_files.extend(_bound_file_names(path_name, root))
     coverage, receivers = context.coverage(), context.receivers()
     for node, caller in found:
         read_call(node, calls, known, caller, coverage.covers(node), receivers)
@@ -240,15 +245,31 @@ def _tests_availability(test: ast.expr) -> bool:
     )
 
 
-def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> None:
-    """What a call says besides its record: a save of ``.cpu()`` values, an option, a spawn."""
+def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> Optional[str]:
+    """What a call says besides its record: a save of ``.cpu()`` values, an option, a spawn.
+    Returns the variable a save of ``.cpu()`` values writes to (``torch.save(pred.cpu(), fname)``),
+    read once the walk has seen its binding."""
     name = last_name(call.func)
     if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
+        if type(call.args[1]) is ast.Name:
+            return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))
     elif name == "add_argument":
         _read_option(call, facts)
     elif name == "spawn":
         context.read_spawn(call)
+    return None
+
+
+def _bound_file_names(variable: str, root: ast.AST) -> List[str]:
+    """The file names the values bound to ``variable`` in ``root`` write
+    (``fname = os.path.join(kd_dir, "best_pred_run{}.pt".format(run))`` -> ``best_pred_run{}.pt``)."""
+    return [
+        name
+        for node in nodes_below(root)
+        if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == variable for target in node.targets)
+        for name in file_names(node.value)
+    ]
 
 
 #: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).

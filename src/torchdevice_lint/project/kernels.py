@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import ast
 import sys
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import PurePath
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
@@ -38,6 +38,8 @@ BUILDERS = {
 BUILDER_NAMES = frozenset(qualified.rsplit(".", 1)[1] for qualified in BUILDERS)
 #: The builders that return the module they build (the others describe a build for setup).
 MODULE_BUILDERS = frozenset({"load", "load_inline"})
+#: The builders a setup script may bind to a name and call through it (``extension = CppExtension``).
+EXTENSION_CLASSES = ("CUDAExtension", "CppExtension")
 #: Sources compiled by nvcc, and the objects it makes of them.
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh", ".cu.o")
 #: Imports that are never a project's own kernel (kept out of the facts to keep them small).
@@ -62,6 +64,8 @@ class KernelReader:
         self.builds: List[list] = []
         self.scopes: List[list] = []
         self.tests_cpu = False
+        #: Whether the module imports an extension class it may call through a name of its own.
+        self.binds_extension_class = False
         self.end = max((getattr(statement, "end_lineno", 0) or 0 for statement in tree.body), default=0)
         for statement in tree.body:
             self._read_binding(statement, guarded=False)
@@ -75,6 +79,10 @@ class KernelReader:
         return {"builds": self.builds, "imports": self.imports, "scopes": scopes, "tests_cpu": self.tests_cpu, "end": self.end}
 
     def _read_binding(self, statement: ast.stmt, guarded: bool) -> None:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)) and not self.binds_extension_class:
+            self.binds_extension_class = any(
+                alias.name in EXTENSION_CLASSES or alias.name.endswith("cpp_extension") for alias in statement.names
+            ) or (getattr(statement, "module", None) or "").endswith("cpp_extension")
         if isinstance(statement, ast.Import):
             for alias in statement.names:
                 self._import(alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0], guarded)
@@ -106,8 +114,12 @@ class KernelReader:
 
     def built_module(self, value: ast.expr) -> Optional[str]:
         """The name of the module a build call makes (``load("fused", ...)`` -> ``fused``)."""
-        if not isinstance(value, ast.Call) or last_name(value.func) not in BUILDER_NAMES or self._builder(value) is None:
+        if not isinstance(value, ast.Call) or last_name(value.func) not in BUILDER_NAMES or self._builder(value.func) is None:
             return None
+        return self._module_name(value)
+
+    @staticmethod
+    def _module_name(value: ast.Call) -> Optional[str]:
         return literal_string(keyword_value(value, "name") or (value.args[0] if value.args else None))
 
     @cached_property
@@ -115,12 +127,38 @@ class KernelReader:
         """The module's imports, read once a call is named like a build."""
         return file_aliases(self.tree.body)
 
-    def _builder(self, call: ast.Call) -> Optional[str]:
-        dotted = dotted_name(call.func)
+    def _builder(self, func: ast.expr) -> Optional[str]:
+        dotted = dotted_name(func)
         if dotted is None:
             return None
         head, dot, rest = dotted.partition(".")
         return BUILDERS.get(self.aliases.get(head, head) + dot + rest)
+
+    @cached_property
+    def builder_names(self) -> Dict[str, str]:
+        """Names the module binds to an extension class and builds through (DCNv2's setup.py:
+        ``extension = CppExtension``, then ``extension = CUDAExtension`` where CUDA is found,
+        ``else: raise``) -> the class the build gets wherever it goes on: ``CUDAExtension``
+        where every binding is that, or where the other branch of the one binding it refuses."""
+        bound: Dict[str, Set[str]] = {}
+        refused: Set[str] = set()
+        for node in ast.walk(self.tree):
+            if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                builder = self._builder(node.value)
+                if builder in EXTENSION_CLASSES:
+                    bound.setdefault(node.targets[0].id, set()).add(builder)
+            elif type(node) is ast.If:
+                for branch, other in ((node.body, node.orelse), (node.orelse, node.body)):
+                    if other and type(other[-1]) is ast.Raise:
+                        refused.update(
+                            statement.targets[0].id for statement in branch
+                            if type(statement) is ast.Assign and len(statement.targets) == 1
+                            and type(statement.targets[0]) is ast.Name and self._builder(statement.value) == "CUDAExtension"
+                        )
+        return {
+            name: "CUDAExtension" if builders == {"CUDAExtension"} or name in refused else "CppExtension"
+            for name, builders in bound.items()
+        }
 
     def roots(self) -> Iterator[Tuple[ast.AST, Optional[list], str]]:
         """Each top-level piece of the tree with the scope it is read for (None: no scope of its
@@ -152,7 +190,12 @@ class KernelReader:
         """A build, or a call into an imported module (``fused.forward(x)``) from ``scope``. Asked
         of every call of every module: the callee's own name is looked at before anything else."""
         func = call.func
-        builder = self._builder(call) if last_name(func) in BUILDER_NAMES else None
+        if last_name(func) in BUILDER_NAMES:
+            builder = self._builder(func)
+        elif self.binds_extension_class and type(func) is ast.Name:
+            builder = self.builder_names.get(func.id)
+        else:
+            builder = None
         if builder is not None:
             self._read_build(call, builder)
             return
@@ -163,7 +206,7 @@ class KernelReader:
                 scope[2].append(func.id)
 
     def _read_build(self, call: ast.Call, builder: str) -> None:
-        name = self.built_module(call)
+        name = self._module_name(call)
         if name is None:
             return
         if builder == "load_inline":
@@ -181,7 +224,16 @@ class KernelReader:
             cuda = self._needs_cuda(keyword_value(call, "with_cuda"), keyword_value(call, "sources"))
         else:
             cuda = builder == "CUDAExtension"
-        self.builds.append([name, cuda, call.lineno])
+        self.builds.append([name, cuda, call.lineno, *self._top_level_span(call.lineno)])
+
+    def _top_level_span(self, line: int) -> Span:
+        """The lines of the top-level statement (a function, a class, an ``if``) holding ``line``."""
+        for statement in self.tree.body:
+            first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+            last = getattr(statement, "end_lineno", None) or statement.lineno
+            if first <= line <= last:
+                return first, last
+        return line, line
 
     def _needs_cuda(self, with_cuda: Optional[ast.expr], sources: Optional[ast.expr]) -> bool:
         """Whether a ``create_extension`` build is CUDA's wherever it goes on: ``with_cuda`` is
@@ -210,6 +262,12 @@ class KernelReader:
                 self.tests_cpu = True
             elif isinstance(node, ast.Attribute) and node.attr in ("is_cuda", "is_available"):
                 self.tests_cpu = True
+
+
+@lru_cache(maxsize=8)
+def cuda_class_names(tree: ast.Module) -> FrozenSet[str]:
+    """The names a module binds to ``CUDAExtension`` and builds through (``extension(...)``)."""
+    return frozenset(name for name, builder in KernelReader(tree).builder_names.items() if builder == "CUDAExtension")
 
 
 def _refuses(condition: ast.AST) -> bool:
@@ -268,7 +326,7 @@ def well_formed(kernels: object) -> bool:
         return False
     builds, imports, scopes = kernels["builds"], kernels["imports"], kernels["scopes"]
     return (
-        isinstance(builds, list) and all(_shaped(build, (str, bool, int)) for build in builds)
+        isinstance(builds, list) and all(_shaped(build, (str, bool, int, int, int)) for build in builds)
         and isinstance(imports, dict) and all(isinstance(local, str) and _shaped(bound, (str, bool)) for local, bound in imports.items())
         and isinstance(scopes, list) and all(_shaped(scope, (int, int, list)) and all(isinstance(n, str) for n in scope[2]) for scope in scopes)
         and isinstance(kernels["tests_cpu"], bool) and isinstance(kernels["end"], int)
@@ -345,9 +403,11 @@ class CudaOnlyCode:
             for path, spans in joined.items():
                 merged.setdefault(path, []).extend(spans)
             for path, facts in modules.items():
-                for name, cuda, _ in facts.get("builds", ()) if lines else ():
+                for name, cuda, _, first, last in facts.get("builds", ()) if lines else ():
                     if cuda and kernel_key(name) == kernel:
                         self.builds.setdefault(path, {})[short_name(kernel)] = [lines, len(joined)]
+                        # the build's own statement (a refusal beside it, a capability query) is CUDA's too
+                        merged.setdefault(path, []).append((first, last))
         self.spans = {path: tuple(_merged(spans)) for path, spans in merged.items()}
 
 
@@ -360,8 +420,8 @@ def _cuda_only_kernels(modules: Mapping[str, dict]) -> Set[str]:
     cuda, cpu = set(), set()
     for facts in modules.values():
         builds = facts.get("builds", ())
-        chosen = facts.get("tests_cpu") and any(not built_for_cuda for _, built_for_cuda, _ in builds)
-        for name, built_for_cuda, _ in builds:
+        chosen = facts.get("tests_cpu") and any(not build[1] for build in builds)
+        for name, built_for_cuda, *_ in builds:
             (cuda if built_for_cuda and not chosen else cpu).add(kernel_key(name))
     return {kernel for kernel in cuda - cpu if not any(_shadows(path, kernel) for path in modules)}
 

@@ -434,6 +434,21 @@ NMS_WRAPPERS = (
     "from cpu_nms import cpu_nms\nfrom gpu_nms import gpu_nms\n\n\ndef gpu_nms_wrapper(thresh, device_id):\n"
     "    return lambda dets: gpu_nms(dets, thresh, device_id).cuda()\n"
 )
+#: DCNv2's build (dbolya/yolact@902073d external/DCNv2/setup.py): the class bound to a name, CUDA's
+#: where CUDA is found, a refusal elsewhere; its CPU sources are stubs. ``{}``: what happens without CUDA.
+ALIASED_SETUP = (
+    "import glob\nimport torch\nfrom setuptools import setup\nfrom torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n\n\n"
+    "def get_extensions():\n    sources = glob.glob('src/*.cpp') + glob.glob('src/cpu/*.cpp')\n    extension = CppExtension\n"
+    "    if torch.cuda.is_available() and CUDA_HOME is not None:\n        extension = CUDAExtension\n"
+    "        sources += glob.glob('src/cuda/*.cu')\n{}    return [extension('_ext', sources)]\n\n\n"
+    "setup(name='DCNv2', ext_modules=get_extensions())\n"
+)
+ALIASED_REFUSAL = "    else:\n        raise NotImplementedError('Cuda is not available')\n"
+ALIASED_FUNCTION = (
+    "import torch\nimport _ext as _backend\n\n\nclass DCNv2(torch.autograd.Function):\n    @staticmethod\n"
+    "    def forward(ctx, x):\n        return _backend.dcn_v2_forward(x)\n"
+)
+ALIASED_TEST = "import torch\nfrom dcn_v2 import DCNv2\n\nx = torch.randn(2, 4).cuda()\ny = DCNv2.apply(x)\n"
 
 #: A CUDA-only kernel's own test script (TDV101 leaves it to TDV310).
 KERNEL_TEST_SCRIPT = Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP})
@@ -442,6 +457,8 @@ FFI_TEST_SCRIPT = Valid(
     FFI_FUNCTION + "\n\nx = torch.randn(2, 4).cuda()\ny = DCNFunction()(x)\n",
     files={"build.py": FFI_BUILD.format("else:\n    raise ValueError('CUDA is not available')")},
 )
+#: The same of DCNv2, built through a name bound to the extension class.
+ALIASED_TEST_SCRIPT = Valid(ALIASED_FUNCTION + "\n\nx = torch.randn(2, 4).cuda()\ny = DCNv2.apply(x)\n", files={"setup.py": ALIASED_SETUP.format(ALIASED_REFUSAL)})
 
 
 def kernel_callers(device: str) -> Tuple[Invalid, ...]:

@@ -13,7 +13,7 @@ on the CPU, whatever it holds (``knowledge/device_indices.py``). ``nn.DataParall
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
@@ -22,25 +22,13 @@ from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, 
 from ..knowledge.flags import mentions_availability
 from ..knowledge.device_indices import INDEX_NAMES, ddp_device_ids, integer_device
 from ..model.fixes import Applicability
+from ..project.kernels import cuda_class_names
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
 from .common import (
-    FFI_BUILD,
-    FFI_FUNCTION,
-    FFI_TEST,
-    KERNEL_FUNCTION,
-    KERNEL_SETUP,
-    KERNEL_TEST,
-    KERNEL_WITH_FALLBACK,
-    NMS_WRAPPERS,
-    NVCC_SETUP,
-    availability_check,
-    display_only,
-    guard_statement_fix,
-    is_cuda_string,
-    legacy_cuda_tensor,
-    method_name,
-    positional,
+    ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP, ALIASED_TEST, FFI_BUILD, FFI_FUNCTION, FFI_TEST,
+    KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_TEST, KERNEL_WITH_FALLBACK, NMS_WRAPPERS, NVCC_SETUP, availability_check,
+    display_only, guard_statement_fix, is_cuda_string, legacy_cuda_tensor, method_name, positional,
 )
 
 
@@ -151,6 +139,8 @@ class CudaRequired(Rule):
         Valid("import torch.distributed as dist\n\ndef rank():\n    if not dist.is_available():\n        raise RuntimeError('needs distributed')\n"),
         # facebookresearch/ConvNeXt@048efce optim_factory.py:130-131: an option the user chose needs CUDA
         Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
+        # the build of a CUDA-only kernel the project drives refuses without CUDA: TDV310 reports the kernel
+        Valid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION}),
     )
     invalid = (
         Invalid(
@@ -264,7 +254,8 @@ class CudaOnlyExtension(Rule):
     )
     offers_fix = False
     fix_safety_note = "There is no fix: a CPU implementation of the kernel is the project's to write."
-    triggers = Resolved(CUDA_BUILDS, calls=True)
+    # a build through a name bound to the class (``extension = CUDAExtension``) needs its import
+    triggers = Resolved(CUDA_BUILDS, calls=True) | Resolved(("torch.utils.cpp_extension.CUDAExtension",))
     valid = (
         # the wrapper falls back to native code on the CPU: the kernel is not CUDA-only
         Valid(KERNEL_WITH_FALLBACK, files={"test_fused.py": "from example import fused_act\n\n\ndef test_cpu():\n    fused_act(torch.randn(4))\n"}),
@@ -280,6 +271,8 @@ class CudaOnlyExtension(Rule):
             "setup(ext_modules=[CppExtension('fused_ops', ['fused.cpp'])])\n",
             files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST},
         ),
+        # the build binds the CUDA class where CUDA is found and goes on with the CPU one elsewhere
+        Valid(ALIASED_SETUP.format(""), files={"dcn_v2.py": ALIASED_FUNCTION, "test_dcn.py": ALIASED_TEST}),
         # nothing in the project calls the kernel
         Valid(KERNEL_SETUP, files={"train.py": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\n"}),
         # the setup script judged alone: no project to read
@@ -322,6 +315,8 @@ class CudaOnlyExtension(Rule):
             files={"dcn.py": FFI_FUNCTION.replace("        if not x.is_cuda:\n            raise NotImplementedError\n", "")},
             offers_fix=False,
         ),
+        # DCNv2: built through a name bound to the CUDA class, with a refusal where CUDA is missing
+        Invalid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION, "test_dcn.py": ALIASED_TEST}, offers_fix=False),
         # a plain setuptools Extension compiled by nvcc, imported unconditionally
         Invalid(NVCC_SETUP, files={"nms.py": NMS_WRAPPERS}, offers_fix=False),
         # imported only where it was built: the autograd Function still cannot run without it
@@ -334,7 +329,9 @@ class CudaOnlyExtension(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualname(node.func) not in CUDA_BUILDS:
+        if self.ctx.qualname(node.func) not in CUDA_BUILDS and not (
+            isinstance(node.func, cst.Name) and self.ctx.project.cuda_kernels and node.func.value in cuda_class_names(self.ctx.python_tree())
+        ):
             return
         named = next((arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "name"), None)
         arguments = positional(node)

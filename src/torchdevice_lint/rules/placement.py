@@ -10,7 +10,7 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, argument_usage, availability_check, built_string, defines_device, is_cuda_string,
+    ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, argument_usage, availability_check, built_string, defines_device, is_cuda_string,
     kernel_callers, may_name_cuda, method_name, names_a_device, names_cuda_device, only_asks, report_device_literal,
     report_device_method,
 )
@@ -89,7 +89,7 @@ class CudaMethodCall(Rule):
             "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
             "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
         ),
-        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT,  # a CUDA-only kernel's own test (cpp_extension, ffi): one TDV310 instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 instead
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
         Valid(
@@ -331,6 +331,10 @@ class HardcodedCudaDevice(Rule):
         Valid(_PREPARE, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
         ASKED_FOR_GPUS[1],  # one arm of a device option's choice: "cuda" only where the user names GPUs
+        # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
+        Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
+        Valid("import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n    if n_gpu_use > n_gpu:\n"
+              "        n_gpu_use = n_gpu\n    return torch.device('cuda:0' if n_gpu_use > 0 else 'cpu'), list(range(n_gpu_use))\n"),
     )
     invalid = (
         Invalid(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, FrozenSet, Iterator, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Set, Tuple
 
 from ..inference.vocabulary import DTYPES
 from ..knowledge import cst_guards as guards
@@ -87,19 +87,23 @@ class SavedFiles:
         if self._cpu_keys is None:
             keys: Set[str] = set(self.ctx.project.cpu_saved_files)
             if "cpu()" in self.ctx.source:
-                for save, path in self._saves():
+                finder = self._finder()
+                for save, path in finder.saves:
                     if any(method_name(call) == "cpu" for call in _nodes_of(save.args[0].value, cst.Call)):
                         keys |= path_keys(path)
+                        # ``fname = os.path.join(d, "pred.pt")`` then ``torch.save(x.cpu(), fname)``
+                        for value in finder.bound.get(path.value, ()) if isinstance(path, cst.Name) else ():
+                            keys |= path_keys(value)
             self._cpu_keys = frozenset(keys)
         return self._cpu_keys
 
-    def _saves(self) -> Iterator[Tuple[cst.Call, cst.BaseExpression]]:
+    def _finder(self) -> "_SaveFinder":
         """Every ``torch.save(value, path)`` with its path (through ``with open(path) as f``)."""
         from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``Module.visit`` rebuilds the tree
 
         finder = _SaveFinder(self.ctx)
         walk(self.ctx.module, finder, skip=TRIVIA_TYPES)
-        return iter(finder.saves)
+        return finder
 
 
 class _SaveFinder:
@@ -107,9 +111,13 @@ class _SaveFinder:
         self.ctx = ctx
         self.stack: list = []
         self.saves: list = []
+        #: Name -> the values simple assignments bind to it, anywhere in the file.
+        self.bound: Dict[str, list] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.stack.append(node)
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.bound.setdefault(node.targets[0].target.value, []).append(node.value)
         if isinstance(node, cst.Call) and len(node.args) > 1 and self.ctx.qualname(node.func) in SAVERS:
             target = node.args[1].value
             path = opened_path(target, self.stack) or target

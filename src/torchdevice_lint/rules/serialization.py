@@ -100,6 +100,13 @@ class LoadWithoutMapLocation(Rule):
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
             files={"extract.py": 'import torch\ntorch.save(feats.cpu(), os.path.join(out, "train_feat.pth"))\n'},
         ),
+        # lightaime/deep_gcns_torch@4f6681e examples/ogb_eff/ogbn_arxiv_dgl/main.py:216-217,244: the
+        # path is bound to a variable first
+        Valid(
+            "import os\nimport torch\n\n\ndef save_pred(pred, run, kd_dir):\n    fname = os.path.join(kd_dir, 'best_pred_run{}.pt'.format(run))\n"
+            "    torch.save(pred.cpu(), fname)\n\n\ndef teacher_output(args, run):\n"
+            "    return torch.load('./{}/best_pred_run{}.pt'.format(args.kd_dir, run))\n"
+        ),
         # `torch` here is the file's own import, not the one the star import brings
         Valid(
             'from utils import *\nimport safetensors.torch as torch\nstate = torch.load("model.pt")\n',
