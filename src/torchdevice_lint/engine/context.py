@@ -27,7 +27,7 @@ from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.bindings import normalized
 from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
-from ..syntax.cst_walk import TRIVIA_TYPES, walk
+from ..syntax.cst_walk import TRIVIA_AND_LEAF_TYPES, walk
 from ..syntax.positions import statement_first_lines
 from .devices import DeviceChoice, DeviceChooser
 
@@ -295,9 +295,9 @@ class FileContext:
             collector = BindingCollector(scope)
             if isinstance(scope, cst.Module):
                 for statement in scope.body:
-                    walk(statement, collector, skip=TRIVIA_TYPES)
+                    walk(statement, collector, skip=TRIVIA_AND_LEAF_TYPES)
             else:
-                walk(scope, collector, skip=TRIVIA_TYPES)
+                walk(scope, collector, skip=TRIVIA_AND_LEAF_TYPES)
             self._bindings[key] = collector.names
         return self._bindings[key]
 
@@ -332,7 +332,7 @@ class FileContext:
         if self._module_assignments is None:
             collector = AssignmentCollector(self.module)
             for statement in self.module.body:
-                walk(statement, collector, skip=TRIVIA_TYPES)
+                walk(statement, collector, skip=TRIVIA_AND_LEAF_TYPES)
             self._module_assignments = collector.names
         return name in self._module_assignments
 

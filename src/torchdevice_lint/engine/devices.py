@@ -39,7 +39,7 @@ from ..model.fixes import ImportSpec
 from ..syntax.ast_nodes import dotted_name as python_dotted_name
 from ..syntax.bindings import BindingValues, all_params, normalized
 from ..syntax.cst_nodes import qualified, string_value
-from ..syntax.cst_walk import TRIVIA_TYPES, walk
+from ..syntax.cst_walk import TRIVIA_AND_LEAF_TYPES, walk
 from ..syntax.positions import twins_along
 
 #: The CUDA-or-CPU binding, for files whose own placement is CUDA-or-CPU.
@@ -205,9 +205,9 @@ class DeviceChooser:
             collector = BindingValues(scope, name)
             if isinstance(scope, cst.Module):
                 for statement in scope.body:
-                    walk(statement, collector, skip=TRIVIA_TYPES)
+                    walk(statement, collector, skip=TRIVIA_AND_LEAF_TYPES)
             else:
-                walk(scope.body, collector, skip=TRIVIA_TYPES)
+                walk(scope.body, collector, skip=TRIVIA_AND_LEAF_TYPES)
             self._values[key] = collector.values
         return self._values[key]
 
@@ -265,7 +265,7 @@ class DeviceChooser:
             return False
         for statement in self.ctx.module.body:
             collector = BindingValues(statement, name)
-            walk(statement, collector, skip=TRIVIA_TYPES)
+            walk(statement, collector, skip=TRIVIA_AND_LEAF_TYPES)
             importing = isinstance(statement, cst.SimpleStatementLine) and all(
                 isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) for small in statement.body
             )

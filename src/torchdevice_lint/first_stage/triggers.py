@@ -160,6 +160,8 @@ class Resolved(Trigger):
         self.names = _frozen(names)
         self.calls = calls
         self.accepts = accepts
+        #: The last parts of ``names``: a dotted name ending otherwise resolves to none of them.
+        self._last_parts = frozenset(name.rpartition(".")[2] for name in self.names)
 
     def __repr__(self) -> str:
         return f"Resolved(names={sorted(self.names)}, calls={self.calls})"
@@ -179,6 +181,8 @@ class Resolved(Trigger):
 
     def _resolves(self, dotted: str, facts: Facts) -> bool:
         head, dot, rest = dotted.partition(".")
+        if dot and rest.rpartition(".")[2] not in self._last_parts:
+            return False  # asked of every dotted name of the file: most end in no name sought
         bound = facts.imports.get(head)
         return bound is not None and any(base + dot + rest in self.names for base in bound)
 

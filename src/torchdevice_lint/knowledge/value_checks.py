@@ -82,12 +82,12 @@ def assigned_values(scope: cst.CSTNode, nested: bool = False) -> Dict[str, List[
     """Dotted name (``n``, ``args.n_gpu``, ``self.start``) -> the value of each assignment to
     it in ``scope``'s statements (None where the value is not one expression: ``+=``, a loop
     variable); ``nested``: also in the functions defined in it."""
-    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+    from ..syntax.cst_walk import TRIVIA_AND_LEAF_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     collector = _Assignments(nested)
     body = scope.body if isinstance(scope, cst.Module) else [scope.body]
     for statement in body:
-        walk(statement, collector, skip=TRIVIA_TYPES)
+        walk(statement, collector, skip=TRIVIA_AND_LEAF_TYPES)  # a leaf binds nothing itself
     return collector.values
 
 
@@ -99,16 +99,19 @@ class _Assignments:
         self.values: Dict[str, list] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.FunctionDef):
+        # exact types: LibCST's classes are ABCs (``isinstance`` on them is slow) and these
+        # have no subclasses
+        kind = type(node)
+        if kind is cst.FunctionDef:
             return self.nested
-        if isinstance(node, cst.Lambda):
+        if kind is cst.Lambda:
             return False
-        if isinstance(node, cst.Assign):
+        if kind is cst.Assign:
             for target in node.targets:
                 self._bind(target.target, node.value)
-        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)):
+        elif kind is cst.AnnAssign or kind is cst.NamedExpr:
             self._bind(node.target, node.value)
-        elif isinstance(node, (cst.AugAssign, cst.For)):
+        elif kind is cst.AugAssign or kind is cst.For:
             self._bind(node.target, None)
         return True
 

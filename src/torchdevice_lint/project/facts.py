@@ -328,6 +328,8 @@ def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
 
 def _read_rebound(targets: List[ast.expr], rebound: List[str]) -> None:
     for target in targets:
+        if type(target) is ast.Name:
+            continue  # most targets: a name holds no attribute
         for node in ast.walk(target):
             if type(node) is ast.Attribute and type(node.ctx) is ast.Store and about_devices(node.attr) and node.attr not in rebound:
                 rebound.append(node.attr)

@@ -37,6 +37,8 @@ TRIVIA_TYPES = frozenset(
 #: Types with no child but parentheses: a third of the nodes a walk reaches (names, mostly).
 #: A walk whose visitor handles none of them has nothing to do in them.
 LEAF_TYPES = frozenset([cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis, cst.FormattedStringText])
+#: What a visitor that reads neither punctuation nor leaves by themselves need not enter.
+TRIVIA_AND_LEAF_TYPES = TRIVIA_TYPES | LEAF_TYPES
 
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
@@ -78,18 +80,23 @@ def walk(root: CSTNode, visitor: cst.CSTVisitor, skip: Collection[type] = ()) ->
     on_visit: Callable[[CSTNode], bool] = visitor.on_visit
     on_leave: Callable[[CSTNode], None] = visitor.on_leave
     child_fields = _CHILD_FIELDS
+    entered = _entered_types(skip)
+    is_entered = entered.get
 
     def visit(node: CSTNode) -> None:
         if on_visit(node):
             for name in child_fields.get(type(node)) or _child_fields(node):
                 value = getattr(node, name)
-                if isinstance(value, CSTNode):
-                    if type(value) not in skip:
-                        visit(value)
-                elif type(value) is tuple or type(value) is list:
+                kind = type(value)
+                if kind is tuple or kind is list:
                     for item in value:
-                        if isinstance(item, CSTNode) and type(item) not in skip:
+                        enters = is_entered(type(item))
+                        if enters or (enters is None and _note_type(entered, type(item), skip)):
                             visit(item)
+                else:
+                    enters = is_entered(kind)
+                    if enters or (enters is None and _note_type(entered, kind, skip)):
+                        visit(value)
         on_leave(node)
 
     try:
@@ -99,6 +106,27 @@ def walk(root: CSTNode, visitor: cst.CSTVisitor, skip: Collection[type] = ()) ->
         # and through it the tree and the file's context, alive until the cyclic collector runs
         # (in flake8's process, which keeps much more alive, that cost as much as the analysis)
         visit = None  # noqa: F841 - clears the closure's cell
+
+
+#: skip set -> {type met: whether a walk enters a value of that type (a node not skipped)}.
+#: LibCST's node classes are ABCs: ``isinstance`` on them runs ``ABCMeta.__instancecheck__``
+#: in Python, the walk's largest cost before the answer was kept by type.
+_ENTERED: Dict[frozenset, Dict[type, bool]] = {}
+
+
+def _entered_types(skip: Collection[type]) -> Dict[type, bool]:
+    key = skip if type(skip) is frozenset else frozenset(skip)
+    entered = _ENTERED.get(key)
+    if entered is None:
+        if len(_ENTERED) > 64:  # skip sets come from a few rule selections: never many
+            _ENTERED.clear()
+        entered = _ENTERED[key] = {}
+    return entered
+
+
+def _note_type(entered: Dict[type, bool], kind: type, skip: Collection[type]) -> bool:
+    enters = entered[kind] = issubclass(kind, CSTNode) and kind not in skip
+    return enters
 
 
 class _Collector:
@@ -125,8 +153,21 @@ def nodes_of(root: CSTNode, *node_types: type) -> List[CSTNode]:
     if kept is not None and kept.module is root and types and not types & (TRIVIA_TYPES | {cst.Module}):
         return kept.nodes_of(types)
     collector = _Collector(types)
-    walk(root, collector, skip=TRIVIA_TYPES - types)
+    walk(root, collector, skip=_skipped_for(types))
     return collector.found
+
+
+def _skipped_for(types: frozenset) -> frozenset:
+    """What a walk collecting ``types`` need not enter: punctuation, and leaves unless asked
+    for (a leaf's only children are its parentheses). Kept: a new set has its hash computed anew."""
+    skipped = _SKIPPED.get(types)
+    if skipped is None:
+        skipped = _SKIPPED[types] = (TRIVIA_AND_LEAF_TYPES if types else TRIVIA_TYPES) - types
+    return skipped
+
+
+#: Node types asked for -> ``_skipped_for`` them.
+_SKIPPED: Dict[frozenset, frozenset] = {}
 
 
 class StatementNodes:
@@ -162,7 +203,7 @@ class StatementNodes:
             nodes = entry[1].get(types)
             if nodes is None:
                 collector = _Collector(types)
-                walk(statement, collector, skip=TRIVIA_TYPES - types)
+                walk(statement, collector, skip=_skipped_for(types))
                 nodes = entry[1][types] = collector.found
             found.extend(nodes)
         return found
