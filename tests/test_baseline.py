@@ -103,7 +103,7 @@ def test_a_header_stands_for_a_finding_in_it_and_a_default_belongs_to_the_scope_
                 with torch.cuda.amp.autocast():
                     pass
                 try:
-                    pass
+                    x.to(device)
                 except torch.cuda.OutOfMemoryError:
                     pass
         """
