@@ -101,11 +101,14 @@ def keyed(name: str, origin: Optional[str]) -> str:
     return f"{name}@{origin}" if origin else name
 
 
+#: What ``_passed`` names ``torch.cuda.is_available()`` by: a flag false wherever CUDA is missing
+#: (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:149 passes it as ``cuda``).
+AVAILABILITY_PASSED = "cuda.is_available()"
+
+
 def passed_flags(call: ast.Call) -> Optional[tuple]:
     """``CallFacts.passed`` of a call."""
-    if not any(type(argument) is ast.Attribute for argument in call.args) and not any(
-        type(keyword.value) is ast.Attribute for keyword in call.keywords
-    ):
+    if not any(map(_may_pass_a_flag, call.args)) and not any(_may_pass_a_flag(keyword.value) for keyword in call.keywords):
         return None  # no attribute passed (most calls): no flag
     starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
     positional = tuple(_passed(argument) for argument in call.args[:starred])  # after ``*args``: unknown places
@@ -120,8 +123,21 @@ def _may_be_a_device_flag(name: Optional[str]) -> bool:
     return name is not None and any(word in name.lower() for word in ("cuda", "gpu", "cpu", "mps"))
 
 
+def _may_pass_a_flag(argument: ast.expr) -> bool:
+    kind = type(argument)
+    return kind is ast.Attribute or (kind is ast.Call and _is_availability(argument))
+
+
+def _is_availability(call: ast.Call) -> bool:
+    func = call.func
+    return type(func) is ast.Attribute and func.attr == "is_available" and type(func.value) is ast.Attribute and func.value.attr == "cuda"
+
+
 def _passed(argument: ast.expr) -> Optional[str]:
-    """``cuda`` for an argument ``args.cuda`` (what may carry an option), else None."""
+    """``cuda`` for an argument ``args.cuda`` (what may carry an option), ``AVAILABILITY_PASSED``
+    for ``torch.cuda.is_available()``, else None."""
+    if type(argument) is ast.Call:
+        return AVAILABILITY_PASSED if _is_availability(argument) and not argument.args else None
     return argument.attr if isinstance(argument, ast.Attribute) and isinstance(argument.value, (ast.Name, ast.Attribute)) else None
 
 

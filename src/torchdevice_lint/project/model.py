@@ -25,7 +25,7 @@ from typing import Dict, Iterable, Iterator, Mapping, Optional, Tuple
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from ..syntax.ast_parse import Unparsable, compile_python
-from .calls import OWN, CallFacts, default_calls
+from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
@@ -229,6 +229,8 @@ def _reached(key: str, here: str, defined: Mapping[str, set], packages: set) -> 
 def _in_caller(argument, caller: ModuleFacts):
     """A passed option as the calling module defines it: ``["=", default]`` where that module
     parses it itself (``train.py``'s ``--cuda``, whatever a demo script's says), else its name."""
+    if argument == AVAILABILITY_PASSED:
+        return ["=", False]  # what the flag holds where CUDA is missing
     if argument is not None and argument in caller.options:
         return ["=", caller.options[argument]]
     return argument

@@ -6,6 +6,7 @@ from typing import Dict, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Resolved
+from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
@@ -234,6 +235,8 @@ class CudaTensorTypeCast(Rule):
         Valid(_HALF_CHECK, files={"run.py": "import torch\n"}),
         # ozan-oktay/Attention-Gated-Networks@eee4881 models/networks_other.py:524, in a file that also calls .cuda()
         Valid(_HALF_CHECK + "\nnet = build().cuda()\n", files={"run.py": "import torch\n"}),
+        # a name bound to a CUDA type in one branch only
+        Valid("import torch\n\ndef run(imgs, cuda):\n    tensor_type = torch.FloatTensor\n    if cuda:\n        tensor_type = torch.cuda.FloatTensor\n    return imgs.type(tensor_type)\n"),
     )
     invalid = (
         Invalid(
@@ -259,6 +262,13 @@ class CudaTensorTypeCast(Rule):
             applicability=Applicability.DISPLAY_ONLY,
         ),
         Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "device = 'mps'\n"}),
+        # the type chosen first, then cast to (Megvii-BaseDetection/YOLOX@6ddff48 yolox/evaluators/coco_evaluator.py:135,162)
+        Invalid(
+            "import torch\n\ndef run(imgs, half):\n    tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"
+            "    return imgs.type(tensor_type)\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
         Invalid(
             "import torch\ndevice = 'cpu'\ny = x.type(torch.cuda.HalfTensor, non_blocking=True)\n",
             fixed="import torch\ndevice = 'cpu'\ny = x.to(device=device, dtype=torch.float16, non_blocking=True)\n",
@@ -290,12 +300,31 @@ class CudaTensorTypeCast(Rule):
             self._meets_mps = may_meet_mps(self.ctx, through_fixes=False)
         return self._meets_mps
 
+    def _names_cuda_types(self, value: cst.BaseExpression) -> bool:
+        """``tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`` in the
+        function, and nothing else bound to the name (Megvii-BaseDetection/YOLOX@6ddff48
+        yolox/evaluators/coco_evaluator.py:135,162)."""
+        function = self.ctx.enclosing_function()
+        if not isinstance(value, cst.Name) or function is None:
+            return False
+        bound = assigned_values(function).get(value.value)
+        return bool(bound) and all(
+            binding is not None and all(
+                legacy_cuda_tensor(self.ctx, arm) is not None
+                for arm in ((binding.body, binding.orelse) if isinstance(binding, cst.IfExp) else (binding,))
+            )
+            for binding in bound
+        )
+
     def _check_cast(self, node: cst.Call) -> None:
         target = node.args[0]
         if target.keyword is not None and target.keyword.value != "dtype":
             return
         leaf = legacy_cuda_tensor(self.ctx, target.value)
         if leaf is None:
+            if self._names_cuda_types(target.value):
+                suggestion = "Choose a dtype in place of the tensor type and cast with `.to(device, dtype)`"
+                self.report(node, self.message.format(source_of(node)), display_only(self, suggestion))
             return
         dtype_name = f"torch.{LEGACY_TENSOR_DTYPES[leaf]}"
         if not target_has(self.ctx, dtype_name):

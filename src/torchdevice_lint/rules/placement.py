@@ -85,10 +85,9 @@ class CudaMethodCall(Rule):
             "        zeros = zeros.cuda()\n    return torch.cat([out.data, zeros], dim=1)\n"
         ),
         # a function that calls a collective (it raises without a process group) is distributed
-        Valid(
-            "import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n"
-            "    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"
-        ),
+        Valid("import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"),
+        # every call passes torch.cuda.is_available() as the flag (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:70,149)
+        Valid("def neighbours(data, k=10, cuda=True):\n    if cuda:\n        model.cuda()\n", files={"run.py": "import torch\nfrom example import neighbours\nneighbours(data, 10, torch.cuda.is_available())\n"}),
         KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 instead
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
