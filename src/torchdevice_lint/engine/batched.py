@@ -161,7 +161,7 @@ class _BatchedPass(cst.CSTVisitor):
     def _conditional(self, node: Union[cst.If, cst.IfExp]) -> None:
         """An ``if`` statement or a conditional expression guards the branch its test decides."""
         sign = self.ctx.classify(node.test)
-        if sign == guards.POSITIVE:
+        if sign == guards.POSITIVE or (sign == guards.NEUTRAL and isinstance(node, cst.If) and guards.imports_nvidia_only(node.body)):
             self._guard(node.body)
         elif sign == guards.NEGATIVE:
             self._guard(node.orelse)

@@ -407,3 +407,25 @@ def clamped_to_device_count(test: cst.BaseExpression, function: Optional[cst.Fun
         ):
             return True
     return False
+
+
+#: Packages that run on NVIDIA GPUs only: a branch that imports one is taken only where CUDA is.
+NVIDIA_ONLY_PACKAGES = frozenset({"tensorrt", "torch2trt", "pycuda"})
+
+
+def imports_nvidia_only(block: cst.BaseSuite) -> bool:
+    """Whether the block's own statements import an NVIDIA-only package (Megvii-BaseDetection/
+    YOLOX@6ddff48 tools/demo.py:122-128: ``if trt_file is not None: from torch2trt import TRTModule``)."""
+    if not isinstance(block, cst.IndentedBlock):
+        return False
+    for line in block.body:
+        for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative:
+                names = [dotted_name(small.module)]
+            elif isinstance(small, cst.Import):
+                names = [dotted_name(alias.name) for alias in small.names]
+            else:
+                continue
+            if any(name and name.split(".")[0] in NVIDIA_ONLY_PACKAGES for name in names):
+                return True
+    return False

@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from pathlib import PurePath
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
+from ..knowledge.cst_guards import NVIDIA_ONLY_PACKAGES
 from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
@@ -376,8 +377,12 @@ class CudaOnlyCode:
     kernel: its name -> [lines that depend on it, files they are in])."""
 
     def __init__(self, modules: Mapping[str, dict]) -> None:
-        self.spans: Dict[str, Tuple[Span, ...]] = {}
         self.builds: Dict[str, Dict[str, list]] = {}
+        # a module that imports TensorRT (or another NVIDIA-only package) unconditionally
+        self.spans: Dict[str, Tuple[Span, ...]] = {
+            path: ((1, facts["end"]),) for path, facts in modules.items()
+            if facts and any(not guarded and dotted.split(".")[0] in NVIDIA_ONLY_PACKAGES for dotted, guarded in facts["imports"].values())
+        }
         kernels = _cuda_only_kernels(modules)
         if not kernels:
             return
@@ -408,6 +413,8 @@ class CudaOnlyCode:
                         self.builds.setdefault(path, {})[short_name(kernel)] = [lines, len(joined)]
                         # the build's own statement (a refusal beside it, a capability query) is CUDA's too
                         merged.setdefault(path, []).append((first, last))
+        for path, spans in self.spans.items():
+            merged.setdefault(path, []).extend(spans)
         self.spans = {path: tuple(_merged(spans)) for path, spans in merged.items()}
 
 

@@ -100,6 +100,8 @@ class LoadWithoutMapLocation(Rule):
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
             files={"extract.py": 'import torch\ntorch.save(feats.cpu(), os.path.join(out, "train_feat.pth"))\n'},
         ),
+        # a module that imports TensorRT runs only on NVIDIA GPUs (Megvii-BaseDetection/YOLOX@6ddff48 tools/trt.py)
+        Valid("import tensorrt as trt\nimport torch\n\nstate = torch.load('model_trt.pth')\n", files={"demo.py": "import torch\n"}),
         # lightaime/deep_gcns_torch@4f6681e examples/ogb_eff/ogbn_arxiv_dgl/main.py:216-217,244: the
         # path is bound to a variable first
         Valid(
