@@ -69,6 +69,21 @@ def test_the_root_of_a_tree_of_scripts_is_above_its_outermost_package(tmp_path):
     assert project_root(str(model)) == tmp_path / "models"
 
 
+def test_a_checkout_without_a_marker_is_the_folder_named_for_the_run(tmp_path):
+    # a downloaded archive of a repository: no .git, scripts in folders without __init__.py
+    module = tmp_path / "repo" / "gym" / "evaluation" / "episodes.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("def evaluate(model, device='cuda'):\n    return model.to(device)\n")
+    (tmp_path / "repo" / "gym" / "experiment.py").write_text(
+        "from evaluation.episodes import evaluate\nevaluate(model, device=device)\n"
+    )
+    assert project_root(str(module)) == module.parent
+    assert project_root(str(module), [tmp_path / "repo"]) == tmp_path / "repo"
+    assert project_root(str(module), [tmp_path / "elsewhere"]) == module.parent
+    assert codes(module, Projects()) == ["TDV102"]  # alone, its callers are unseen
+    assert codes(module, Projects(named=[str(tmp_path / "repo")])) == []  # every call passes the device
+
+
 def test_a_buffer_on_stdin_has_no_project():
     assert project_root("-") is None and project_root("<stdin>") is None
 

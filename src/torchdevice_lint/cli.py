@@ -306,7 +306,7 @@ def _check_command(args: argparse.Namespace) -> int:
         results = []
         groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in resolver.groups(files)]
         try:
-            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None))
+            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None), named=args.paths)
             for settings, group, cache in groups:
                 results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
                                            cache=cache, on_done=progress.advance))
@@ -338,10 +338,13 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
-def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None) -> Projects:
+def _projects(
+    paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None, named: Sequence[str] = (),
+) -> Projects:
     """The projects of ``paths``; a buffer on stdin stands for its file. ``stored``: the cache directory
-    keeping module facts between runs, read here. Else a project is read as its first file is checked."""
-    with stored_projects(stored, paths) as projects:
+    keeping module facts between runs, read here. Else a project is read as its first file is checked.
+    ``named``: the paths on the command line (a folder named there bounds a project without a marker)."""
+    with stored_projects(stored, paths, [path for path in named if os.path.isdir(path)]) as projects:
         for path in paths if stored is not None or buffer is not None else ():
             project = projects.of(path)
             if buffer is not None and project is not None:
@@ -450,7 +453,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     results = []
     try:
         with StopOnInterrupt() as stop:
-            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None))
+            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None), named=args.paths)
             for settings, group, cache in groups:
                 results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
                                          cache=cache, stop=lambda: stop.requested,

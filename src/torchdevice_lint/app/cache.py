@@ -406,12 +406,12 @@ class StoredFacts:
 
 
 @contextlib.contextmanager
-def stored_projects(directory: Optional[Path], checked: Sequence[str] = ()) -> Iterator[Projects]:
+def stored_projects(directory: Optional[Path], checked: Sequence[str] = (), named: Sequence[str] = ()) -> Iterator[Projects]:
     """A project model whose module facts come from ``directory`` (a results cache directory)
-    and go back to it once read; without a directory, a model kept in memory only. ``checked``:
-    the files the run checks (``Projects``)."""
+    and go back to it once read; without a directory, a model kept in memory only. ``checked``
+    and ``named``: the files the run checks and the folders named for it (``Projects``)."""
     store = StoredFacts(directory) if directory is not None else None
-    projects = Projects(store.load() if store is not None else None, checked)
+    projects = Projects(store.load() if store is not None else None, checked, named)
     yield projects
     if store is not None:
         store.save(projects.cache)

@@ -20,7 +20,7 @@ import stat
 import tokenize
 import warnings
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, Mapping, Optional, Tuple
+from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence, Tuple
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
@@ -46,9 +46,11 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_KEPT_CHARACTERS = 4 * 1024 * 1024
 
 
-def project_root(path: str) -> Optional[Path]:
+def project_root(path: str, named: Sequence[Path] = ()) -> Optional[Path]:
     """The root of the project holding ``path`` (a file, or a buffer named as one), or None where
-    its folder is not on disk (``-``, ``<stdin>``)."""
+    its folder is not on disk (``-``, ``<stdin>``). Without a marker above it, the top of its
+    package, or the folder named for the run that holds it (``check repo/`` on a checkout
+    without ``.git``), whichever is higher."""
     if path in ("-", "stdin") or path.startswith("<"):
         return None
     file = Path(os.path.abspath(path))
@@ -62,7 +64,8 @@ def project_root(path: str) -> Optional[Path]:
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
-    return top
+    holding = [folder for folder in named if folder in file.parents and folder in top.parents]
+    return min(holding, key=lambda folder: len(folder.parts)) if holding else top
 
 
 def marks_a_project(folder: Path) -> bool:
@@ -381,8 +384,10 @@ def _parse_facts(data: bytes) -> ModuleFacts:
 class Projects:
     """The projects of a run, each read once, by root."""
 
-    def __init__(self, cache: Optional[FactsCache] = None, checked: Iterable[str] = ()) -> None:
-        """``checked``: the files the run checks, whose trees are kept for the first stage."""
+    def __init__(self, cache: Optional[FactsCache] = None, checked: Iterable[str] = (), named: Iterable[str] = ()) -> None:
+        """``checked``: the files the run checks, whose trees are kept for the first stage;
+        ``named``: the folders the user named for the run (``project_root``)."""
+        self.named = tuple(Path(os.path.abspath(folder)) for folder in named)
         self.cache = cache if cache is not None else FactsCache()
         self.trees = KeptTrees(checked)
         self._by_root: Dict[Path, Project] = {}
@@ -391,7 +396,7 @@ class Projects:
     def of(self, path: str) -> Optional[Project]:
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in self._roots:
-            self._roots[folder] = project_root(path)
+            self._roots[folder] = project_root(path, self.named)
         root = self._roots[folder]
         if root is None:
             return None
