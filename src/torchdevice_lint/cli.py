@@ -338,13 +338,10 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
-def _projects(
-    paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None, named: Sequence[str] = (),
-) -> Projects:
-    """The projects of ``paths``; a buffer on stdin stands for its file. ``stored``: the cache directory
-    keeping module facts between runs, read here. Else a project is read as its first file is checked.
-    ``named``: the paths on the command line (a folder named there bounds a project without a marker)."""
-    with stored_projects(stored, paths, [path for path in named if os.path.isdir(path)]) as projects:
+def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None, named=()) -> Projects:
+    """The projects of ``paths`` (a buffer on stdin stands for its file; ``named``: the command line's paths),
+    read here from ``stored``, the cache directory of module facts, else as each first file is checked."""
+    with stored_projects(stored, paths, named) as projects:
         for path in paths if stored is not None or buffer is not None else ():
             project = projects.of(path)
             if buffer is not None and project is not None:

@@ -132,6 +132,8 @@ class FlagDefaults:
         conjunction with one (``self.pin_memory = loader.pin_memory and torch.cuda.is_available()``):
         then ``if flag:`` holds only where CUDA is there. A parameter is never one."""
         if isinstance(flag, cst.Attribute):
+            if flag.attr.value in self.project.availability_options:
+                return True
             key = ("attribute", flag.attr.value)
         elif isinstance(flag, cst.Name):
             if function is not None and flag.value in _parameter_names(function):

@@ -71,6 +71,10 @@ class ProjectFacts:
     never_mps: bool = False
     #: Device options some module assigns (``args.visible_gpus = ...``): their defaults may not hold.
     rebound_options: FrozenSet[str] = frozenset()
+    #: Device attributes every module that assigns them binds to an availability check
+    #: (thuml/Autoformer@51c7d41 run.py:82 ``args.use_gpu = True if torch.cuda.is_available() and
+    #: args.use_gpu else False``): true only where CUDA is, wherever they are read.
+    availability_options: FrozenSet[str] = frozenset()
 
 
     @cached_property
@@ -80,7 +84,7 @@ class ProjectFacts:
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps,
-            sorted(self.rebound_options),
+            sorted(self.rebound_options), sorted(self.availability_options),
         ]
         if not any(parts):
             return ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge.flags import AVAILABILITY_WORDS
 from ..knowledge.option_values import about_devices
@@ -72,6 +72,9 @@ class ModuleFacts:
     #: Device-named attributes it assigns (``args.visible_gpus = ...``, ``self.device = d``): an
     #: option of that name may not hold its default (``knowledge/option_values.py``).
     rebound: List[str] = field(default_factory=list)
+    #: Those of them every assignment here binds to an availability check (``args.use_gpu = True
+    #: if torch.cuda.is_available() and args.use_gpu else False``): true only where CUDA is.
+    availability_rebound: List[str] = field(default_factory=list)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -114,6 +117,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         if isinstance(statement, ast.ClassDef) and not any(last_name(base) == "Function" for base in statement.bases):
             read_node(statement, calls, known)  # kernels.roots() walks its pieces, not the class node
     found: List[tuple] = []
+    plainly_rebound: Set[str] = set()  # device attributes some assignment here binds without an availability check
     named_saves: List[tuple] = []  # (path variable, the top-level piece it is bound in)
     Call, Constant, Attribute, Assign = ast.Call, ast.Constant, ast.Attribute, ast.Assign
     for root, scope, caller in kernels.roots():
@@ -135,7 +139,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
             elif kind is Assign:
-                _read_rebound(node.targets, facts.rebound)
+                _read_rebound(node, facts, plainly_rebound)
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
                     context.read_assign(node.targets[0], node.value)
@@ -152,6 +156,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 read_node(node, calls, known)
     for path_name, root in named_saves:
         facts.cpu_saved_files.extend(_bound_file_names(path_name, root))
+    facts.availability_rebound = [name for name in facts.availability_rebound if name not in plainly_rebound]
     coverage, receivers = context.coverage(), context.receivers()
     for node, caller in found:
         read_call(node, calls, known, caller, coverage.covers(node), receivers)
@@ -326,13 +331,31 @@ def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
         facts.unknown_options.append(dest)
 
 
-def _read_rebound(targets: List[ast.expr], rebound: List[str]) -> None:
-    for target in targets:
+def _holds_availability(value: ast.expr) -> bool:
+    """A truth value that holds only where a backend is (``torch.cuda.is_available() and
+    args.use_gpu``), not a device chosen by one (``torch.device("cuda" if ... else "cpu")``)."""
+    return _tests_availability(value) and not any(
+        (type(node) is ast.Constant and type(node.value) is str) or (type(node) is ast.Call and last_name(node.func) == "device")
+        for node in nodes_below(value)
+    )
+
+
+def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> None:
+    """The device attributes an assignment binds, and whether it binds them to an availability check."""
+    available = None
+    for target in assign.targets:
         if type(target) is ast.Name:
             continue  # most targets: a name holds no attribute
         for node in ast.walk(target):
-            if type(node) is ast.Attribute and type(node.ctx) is ast.Store and about_devices(node.attr) and node.attr not in rebound:
-                rebound.append(node.attr)
+            if type(node) is ast.Attribute and type(node.ctx) is ast.Store and about_devices(node.attr):
+                if node.attr not in facts.rebound:
+                    facts.rebound.append(node.attr)
+                if available is None:
+                    available = _holds_availability(assign.value)
+                if not available:
+                    plainly.add(node.attr)
+                elif node.attr not in facts.availability_rebound:
+                    facts.availability_rebound.append(node.attr)
 
 
 def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:

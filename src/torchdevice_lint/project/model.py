@@ -144,11 +144,13 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     saved = set()
     arguments: Dict[str, list] = {}
     rebound = set()
+    plain: set = set()  # device attributes some module binds other than to an availability check
     # only callees some call of which passes an attribute can take an option's default
     flagged = {key.partition("@")[0] for facts in modules.values() for key, records in facts.calls.sites.items()
                if any(record.passed is not None for record in records)}
     for facts in modules.values():
         rebound.update(facts.rebound)
+        plain.update(name for name in facts.rebound if name not in facts.availability_rebound)
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
             if name in flagged:
@@ -167,7 +169,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
     return ProjectFacts(
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
-        rebound_options=frozenset(rebound & known.keys()),
+        rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(rebound - plain),
     )
 
 
@@ -386,8 +388,8 @@ class Projects:
 
     def __init__(self, cache: Optional[FactsCache] = None, checked: Iterable[str] = (), named: Iterable[str] = ()) -> None:
         """``checked``: the files the run checks, whose trees are kept for the first stage;
-        ``named``: the folders the user named for the run (``project_root``)."""
-        self.named = tuple(Path(os.path.abspath(folder)) for folder in named)
+        ``named``: the paths the user named for the run, whose folders bound projects (``project_root``)."""
+        self.named = tuple(Path(os.path.abspath(folder)) for folder in named if os.path.isdir(folder))
         self.cache = cache if cache is not None else FactsCache()
         self.trees = KeptTrees(checked)
         self._by_root: Dict[Path, Project] = {}

@@ -469,3 +469,16 @@ def kernel_callers(device: str) -> Tuple[Invalid, ...]:
         Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
         Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
     )
+
+
+#: TDV101's and TDV102's examples of defaults and modules that hold nothing.
+PREPARE_Z_Y = "import torch\n\ndef prepare_z_y(G_batch_size, dim_z, nclasses, device='cuda'):\n    return torch.randn(G_batch_size, dim_z, device=device)\n"
+ATTRS_LAYER_NORM = (
+    "import attr\nimport torch\n\n@attr.s(eq=False)\nclass LayerNorm(torch.nn.Module):\n    n_state: int = attr.ib()\n"
+    '    eps: float = attr.ib(default=1e-6)\n    device: torch.device = attr.ib(default=torch.device("cuda"))\n'
+)
+EMPTY_LOSS = (
+    "import torch.nn as nn\n\nclass get_loss(nn.Module):\n    def __init__(self, scale=0.001):\n"
+    "        super().__init__()\n        self.scale = scale\n"
+)
+LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"

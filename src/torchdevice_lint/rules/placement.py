@@ -10,9 +10,9 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, argument_usage, availability_check, built_string, defines_device, is_cuda_string,
-    kernel_callers, may_name_cuda, method_name, names_a_device, names_cuda_device, only_asks, report_device_literal,
-    report_device_method,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y,
+    argument_usage, availability_check, built_string, defines_device, is_cuda_string, kernel_callers, may_name_cuda,
+    method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -21,16 +21,6 @@ from .backend_api import ASKED_FOR_GPUS
 INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
 DEVICE = f"device = {INLINE}\n"
 
-_PREPARE = "import torch\n\ndef prepare_z_y(G_batch_size, dim_z, nclasses, device='cuda'):\n    return torch.randn(G_batch_size, dim_z, device=device)\n"
-_LAYER_NORM = (
-    "import attr\nimport torch\n\n@attr.s(eq=False)\nclass LayerNorm(torch.nn.Module):\n    n_state: int = attr.ib()\n"
-    '    eps: float = attr.ib(default=1e-6)\n    device: torch.device = attr.ib(default=torch.device("cuda"))\n'
-)
-_EMPTY_LOSS = (
-    "import torch.nn as nn\n\nclass get_loss(nn.Module):\n    def __init__(self, scale=0.001):\n"
-    "        super().__init__()\n        self.scale = scale\n"
-)
-_LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"
 _GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
 
 
@@ -65,7 +55,7 @@ class CudaMethodCall(Rule):
         # yitu-opensource/T2T-ViT@0f63dc9 main.py:516-521: timm's losses hold no tensor either
         Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
         # a project module keeping only numbers has nothing to move (its module chosen at run time)
-        Valid(_LOSS_USER, files={"models/pointnet.py": _EMPTY_LOSS, "models/pointnet2.py": _EMPTY_LOSS.replace("0.001", "1")}),
+        Valid(LOSS_USER, files={"models/pointnet.py": EMPTY_LOSS, "models/pointnet2.py": EMPTY_LOSS.replace("0.001", "1")}),
         # a module's own function named `cuda`, the module name bound only in another function
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
@@ -103,8 +93,8 @@ class CudaMethodCall(Rule):
     )
     invalid = (
         # one definition of the name keeps a layer: `.cuda()` moves it
-        Invalid(_LOSS_USER, files={"models/pointnet.py": _EMPTY_LOSS, "models/pointnet2.py": _EMPTY_LOSS.replace("scale\n", "nn.Linear(2, 2)\n")},
-                fixed="import importlib\nimport torch\n\n" + DEVICE + _LOSS_USER[17:].replace(".cuda()", ".to(device)")),
+        Invalid(LOSS_USER, files={"models/pointnet.py": EMPTY_LOSS, "models/pointnet2.py": EMPTY_LOSS.replace("scale\n", "nn.Linear(2, 2)\n")},
+                fixed="import importlib\nimport torch\n\n" + DEVICE + LOSS_USER[17:].replace(".cuda()", ".to(device)")),
         Invalid(
             "import torch\nx = torch.ones(2).cuda()\n",
             fixed=(
@@ -328,9 +318,13 @@ class HardcodedCudaDevice(Rule):
         ),
         # defaults every call in the project overrides (ajbrock/BigGAN-PyTorch@9845943 utils.py:1086, train.py:142;
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
-        Valid(_PREPARE, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
-        Valid(_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
+        Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
+        Valid(ATTRS_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
         ASKED_FOR_GPUS[1],  # one arm of a device option's choice: "cuda" only where the user names GPUs
+        # thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: the option is rebound to an availability check
+        Valid("import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
+              files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
+                     "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"}),
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n    if n_gpu_use > n_gpu:\n"
@@ -414,10 +408,10 @@ class HardcodedCudaDevice(Rule):
             ),
         ),
         # one call takes the default; `*args` proves nothing; a class also used as a base
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
-        Invalid(_PREPARE, fixed=_PREPARE.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
+        Invalid(PREPARE_Z_Y, fixed=PREPARE_Z_Y.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
+        Invalid(PREPARE_Z_Y, fixed=PREPARE_Z_Y.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
         Invalid(
-            _LAYER_NORM, fixed=_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
+            ATTRS_LAYER_NORM, fixed=ATTRS_LAYER_NORM.replace('"cuda"', _GUARDED.replace("'", '"')),
             files={"enc.py": "from .example import LayerNorm\nln = LayerNorm(n_state, device=device)\nclass Norm(LayerNorm):\n    pass\n"},
         ),
     )
