@@ -201,6 +201,9 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                         place(literals)
                         if keyword.arg in DEVICE_KEYWORDS:
                             place_device(literals)
+                    elif keyword.arg == "map_location" and type(keyword.value) is ast.Dict:  # ``{"cuda:0": "cuda:%d" % rank}``
+                        for value in keyword.value.values:
+                            place_device(_strings_of(value))
                     if keyword.arg is not None:
                         keywords.add(keyword.arg)
                         shape = _shape(keyword.value)
@@ -222,6 +225,8 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                     place(literals)
                     if any(_names_a_device(target) for target in (node.targets if kind is ast.Assign else (node.target,))):
                         place_device(literals)
+                    else:  # a string built with an index (``loc = "cuda:{}".format(rank)``) stands for a device
+                        place_device(tuple((text, built) for text, built in literals if type(built) not in (Constant, ast.JoinedStr)))
             elif kind is ast.If or kind is ast.IfExp or kind is ast.BoolOp:
                 conditions.append(node)
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.Lambda:
@@ -288,13 +293,15 @@ def _strings_of(node: ast.expr) -> Tuple[Tuple[str, ast.expr], ...]:
 
 
 def _template_head(node: ast.expr) -> Optional[str]:
-    """The text a string built at run time starts with: ``"cuda:{}".format(rank)`` and
-    ``"cuda:" + str(rank)`` (read like the leading text of an f-string)."""
+    """The text a string built at run time starts with: ``"cuda:{}".format(rank)``, ``"cuda:%d" %
+    rank`` and ``"cuda:" + str(rank)`` (read like the leading text of an f-string)."""
     kind = type(node)
     if kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "format":
         template = node.func.value
         if type(template) is ast.Constant and type(template.value) is str:
             return template.value.split("{", 1)[0]
+    elif kind is ast.BinOp and type(node.op) is ast.Mod and type(node.left) is ast.Constant and type(node.left.value) is str:
+        return node.left.value.split("%", 1)[0]  # ``"cuda:%d" % rank``
     elif kind is ast.BinOp and type(node.op) is ast.Add:
         head = node.left
         while type(head) is ast.BinOp and type(head.op) is ast.Add:

@@ -58,8 +58,8 @@ def names_cuda_device(text: str, formatted: bool) -> bool:
 def built_string(
     ctx: "FileContext", literal: cst.BaseExpression, names_device: Callable[[str], bool]
 ) -> Optional[Tuple[cst.BaseExpression, int]]:
-    """The string built at run time from the literal being visited (``.format(...)`` on it, or
-    ``+`` after it) and the depth of its parent above the literal, when ``names_device`` takes
+    """The string built at run time from the literal being visited (``.format(...)`` or ``%`` on it,
+    or ``+`` after it) and the depth of its parent above the literal, when ``names_device`` takes
     the text it starts with."""
     text = string_value(literal)
     if text is None or isinstance(literal, cst.FormattedString):
@@ -70,6 +70,8 @@ def built_string(
         if isinstance(call, cst.Call) and call.func is parent and names_device(text.split("{", 1)[0]):
             return call, 3
         return None
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Modulo) and parent.left is literal:
+        return (parent, 2) if names_device(text.split("%", 1)[0]) else None  # ``"cuda:%d" % rank``
     built, depth = literal, 1
     while isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add) and parent.left is built:
         built, depth = parent, depth + 1
@@ -142,6 +144,11 @@ def may_name_cuda(text: str) -> bool:
 def may_name_cuda_tensor_type(text: str) -> bool:
     """``"torch.cuda.FloatTensor"`` and the other names ``legacy_cuda_tensor`` reads in a string."""
     return text in CUDA_TENSOR_NAMES
+
+
+def keyword_is(argument: Optional[cst.CSTNode], name: str) -> bool:
+    """Whether ``argument`` is the call argument ``name=...``."""
+    return isinstance(argument, cst.Arg) and argument.keyword is not None and argument.keyword.value == name
 
 
 def keyword(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -482,3 +489,9 @@ EMPTY_LOSS = (
     "        super().__init__()\n        self.scale = scale\n"
 )
 LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"
+#: thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: an option rebound to an availability check.
+REBOUND_USE_GPU = Valid(
+    "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
+    files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
+           "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"},
+)

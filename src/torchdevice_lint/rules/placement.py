@@ -10,8 +10,8 @@ from ..knowledge.unused_defaults import field_default_unused, parameter_default_
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y,
-    argument_usage, availability_check, built_string, defines_device, is_cuda_string, kernel_callers, may_name_cuda,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y, REBOUND_USE_GPU,
+    argument_usage, availability_check, built_string, defines_device, is_cuda_string, kernel_callers, keyword_is, may_name_cuda,
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .backend_api import ASKED_FOR_GPUS
@@ -284,9 +284,10 @@ class HardcodedCudaDevice(Rule):
     fix_title = "Use a device chosen at run time"
     fix_safety = Applicability.UNSAFE
     what = (
-        'Checks for `"cuda"`/`"cuda:N"` literals (and f-strings such as `f"cuda:{rank}"`) used as '
-        "a device: in `.to(...)`, a `device=` or `map_location=` argument, `torch.device(...)`, "
-        "or a value assigned to a device variable, parameter default or `--device` option."
+        'Checks for `"cuda"`/`"cuda:N"` literals (and strings built with an index: `f"cuda:{rank}"`, '
+        '`"cuda:{}".format(rank)`, `"cuda:%d" % rank`) used as a device: in `.to(...)`, a `device=` or '
+        "`map_location=` argument (or a value of its dict), `torch.device(...)`, or a value assigned to a "
+        "device variable, parameter default or `--device` option; a string built with an index, whatever it is assigned to."
     )
     why = (
         '`x.to("cuda")` and `torch.zeros(2, device="cuda")` raise on a CPU-only machine. One arm '
@@ -321,10 +322,7 @@ class HardcodedCudaDevice(Rule):
         Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(ATTRS_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
         ASKED_FOR_GPUS[1],  # one arm of a device option's choice: "cuda" only where the user names GPUs
-        # thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: the option is rebound to an availability check
-        Valid("import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
-              files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
-                     "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"}),
+        REBOUND_USE_GPU,  # the option is rebound to an availability check in another module
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n    if n_gpu_use > n_gpu:\n"
@@ -407,6 +405,10 @@ class HardcodedCudaDevice(Rule):
                 "opt.cuda = not opt.no_cuda\ndevice = torch.device(('cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu') if opt.cuda else 'cpu')\n"
             ),
         ),
+        Invalid("import torch\nloc = 'cuda:{}'.format(rank)\n", fixed="import torch\nloc = 'cuda:{}'.format(rank) if " + _GUARDED.split(" if ", 1)[1] + "\n"),  # YOLOX@6ddff48 tools/eval.py:166
+        # a value of map_location's dict (hkchengrex/XMem@f3b841d model/trainer.py:187)
+        Invalid("import torch\nm = {'cuda:0': 'cuda:%d' % rank}\nx = torch.load(p, map_location={'cuda:0': 'cuda:%d' % rank})\n",
+                fixed="import torch\nm = {'cuda:0': 'cuda:%d' % rank}\nx = torch.load(p, map_location={'cuda:0': 'cuda:%d' % rank if " + _GUARDED.split(" if ", 1)[1] + "})\n"),
         # one call takes the default; `*args` proves nothing; a class also used as a base
         Invalid(PREPARE_Z_Y, fixed=PREPARE_Z_Y.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(8, 128, 1000)\n"}),
         Invalid(PREPARE_Z_Y, fixed=PREPARE_Z_Y.replace("'cuda'", _GUARDED), files={"sample.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(*sizes)\n"}),
@@ -426,7 +428,7 @@ class HardcodedCudaDevice(Rule):
         ctx = self.ctx
         if ctx.guarded or field_default_unused(ctx.stack, ctx.project):
             return
-        depth, holder = 1, literal
+        depth, holder, template = 1, literal, None
         if not self.names_device(literal):
             template = built_string(ctx, literal, self.names_template)
             if template is None:
@@ -452,8 +454,10 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is holder:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            if any(names_a_device(t) for t in targets):
+            if any(names_a_device(t) for t in targets) or template is not None:  # `loc = "cuda:{}".format(rank)`
                 self._report(literal, literal, inline=True)
+        elif isinstance(parent, cst.DictElement) and parent.value is holder and keyword_is(ctx.parent(depth + 2), "map_location"):
+            self._report(literal, literal, inline=True)  # `map_location={"cuda:0": "cuda:%d" % rank}`
         elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
             if not parameter_default_unused(ctx.stack, parent, ctx.project):
                 self._report(literal, literal, inline=True)
@@ -492,3 +496,4 @@ class HardcodedCudaDevice(Rule):
         report_device_literal(self, literal, replaced, inline)
 
 RULES = (CudaMethodCall, HardcodedCudaDevice)
+
