@@ -111,3 +111,19 @@ def test_an_import_whose_failure_is_only_reported_leaves_the_test_reported(tmp_p
     quiet = POINTNET_UTILS.replace("        raise ImportError('Could not import _ext module.')", "        print('no _ext: slow path')")
     files = {"pointnet2/setup.py": POINTNET_SETUP, "pointnet2/pointnet2_utils.py": quiet, "pointnet2/pointnet2_test.py": POINTNET_TEST}
     assert "TDV101" in codes(tmp_path, files)["pointnet2/pointnet2_test.py"]
+
+
+def test_a_test_that_imports_the_kernel_package_is_the_kernel_test(tmp_path):
+    # Pang-Yatian/Point-MAE@7445a68 extensions/chamfer_dist/{setup.py,__init__.py,test.py}
+    setup = (
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+        "setup(name='chamfer', ext_modules=[CUDAExtension('chamfer', ['chamfer_cuda.cpp', 'chamfer.cu'])])\n"
+    )
+    package = (
+        "import torch\nimport chamfer\n\n\nclass ChamferFunction(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, xyz1, xyz2):\n        return chamfer.forward(xyz1, xyz2)\n"
+    )
+    test = "import torch\nfrom extensions.chamfer_dist import ChamferFunction\n\nx = torch.randn(1, 4, 3).cuda()\nd = ChamferFunction.apply(x, x)\n"
+    files = {"extensions/chamfer_dist/setup.py": setup, "extensions/chamfer_dist/__init__.py": package, "extensions/chamfer_dist/test.py": test}
+    found = codes(tmp_path, files)
+    assert found["extensions/chamfer_dist/test.py"] == [] and found["extensions/chamfer_dist/setup.py"] == ["TDV310"]

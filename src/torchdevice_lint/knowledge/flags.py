@@ -136,7 +136,7 @@ class FlagDefaults:
                 return True
             key = ("attribute", flag.attr.value)
         elif isinstance(flag, cst.Name):
-            if function is not None and flag.value in _parameter_names(function):
+            if function is not None and flag.value in _parameter_names(function) and not _rebound_first(function, flag.value):
                 return False
             key = ("name", flag.value)
         else:
@@ -268,6 +268,19 @@ def _implies_availability(value: ast.expr) -> bool:
 
 #: Nodes whose ``target`` binds a name other than by ``=``.
 _OTHER_BINDINGS = (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr, ast.comprehension)
+
+
+def _rebound_first(function: cst.FunctionDef, name: str) -> bool:
+    """Whether the function's first statement (after its docstring) binds the parameter ``name``
+    again, so that what a caller passes is read only through it (facebookresearch/ijepa@52c1ae9
+    src/utils/logging.py:13 ``log_timings = log_timings and torch.cuda.is_available()``)."""
+    statements = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
+    if statements and isinstance(statements[0], cst.SimpleStatementLine) and isinstance(statements[0].body[0], cst.Expr):
+        statements = statements[1:]  # the docstring
+    first = statements[0].body[0] if statements and isinstance(statements[0], cst.SimpleStatementLine) else None
+    return isinstance(first, cst.Assign) and len(first.targets) == 1 and isinstance(first.targets[0].target, cst.Name) and (
+        first.targets[0].target.value == name
+    )
 
 
 def _availability_holders(tree: ast.Module) -> Dict[Tuple[str, str], bool]:

@@ -396,7 +396,7 @@ class CudaOnlyCode:
                     spans = _driving_spans(modules[path], locals_)
                     driving[kernel].setdefault(path, []).extend(spans)
                     if spans == [(1, modules[path]["end"])]:
-                        whole[PurePath(path).stem] = kernel
+                        whole[_module_name(path)] = kernel
         for path, facts in modules.items():
             kernel = _tested_kernel(path, facts, whole) if path not in users or not users[path] else None
             if kernel is not None:
@@ -456,6 +456,13 @@ def _driving_spans(facts: dict, locals_: Iterable[str]) -> List[Span]:
     if any(not facts["imports"][local][1] for local in locals_):
         return [(1, facts["end"])]
     return [(first, last) for first, last, receivers in facts["scopes"] if any(local in receivers for local in locals_)]
+
+
+def _module_name(path: str) -> str:
+    """What an import names the module at ``path`` by: a package's ``__init__.py`` by its folder
+    (Pang-Yatian/Point-MAE@7445a68 extensions/chamfer_dist/test.py:20 imports the package)."""
+    file = PurePath(path)
+    return file.parent.name if file.stem == "__init__" else file.stem
 
 
 def _is_test(path: str) -> bool:

@@ -134,6 +134,8 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\ntorch.mps.manual_seed(0)\ntorch.xpu.empty_cache()\ntorch.xpu.manual_seed(0)\n"),
         Valid('import torch\n\ndef sync(device):\n    if device.type == "xpu":\n        torch.xpu.synchronize()\n'),
         Valid("import torch\nif torch.accelerator.is_available():\n    torch.accelerator.synchronize()\n"),
+        # a parameter bound again to a conjunction with the check (facebookresearch/ijepa@52c1ae9 src/utils/logging.py:13)
+        Valid("import torch\n\ndef timer(closure, log_timings=True):\n    log_timings = log_timings and torch.cuda.is_available()\n    if log_timings:\n        torch.cuda.synchronize()\n"),
         Valid("import torch\ndevice = torch.accelerator.current_accelerator()\nn = torch.accelerator.device_count()\n"),
         Valid("import torch\ntorch.cuda.empty_cache()\ntorch.cuda.manual_seed(0)\n"),
         Valid("from numba import cuda\ncuda.synchronize()\n"),

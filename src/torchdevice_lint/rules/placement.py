@@ -325,6 +325,7 @@ class HardcodedCudaDevice(Rule):
         REBOUND_USE_GPU,  # the option is rebound to an availability check in another module
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
+        Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
         Valid("import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n    if n_gpu_use > n_gpu:\n"
               "        n_gpu_use = n_gpu\n    return torch.device('cuda:0' if n_gpu_use > 0 else 'cpu'), list(range(n_gpu_use))\n"),
     )
@@ -426,7 +427,8 @@ class HardcodedCudaDevice(Rule):
 
     def _check(self, literal: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if ctx.guarded or field_default_unused(ctx.stack, ctx.project):
+        param = next((node for node in reversed(ctx.stack) if isinstance(node, cst.Param)), None)  # a default never read or always passed
+        if ctx.guarded or field_default_unused(ctx.stack, ctx.project) or (param is not None and parameter_default_unused(ctx.stack, param, ctx.project)):
             return
         depth, holder, template = 1, literal, None
         if not self.names_device(literal):
@@ -459,8 +461,7 @@ class HardcodedCudaDevice(Rule):
         elif isinstance(parent, cst.DictElement) and parent.value is holder and keyword_is(ctx.parent(depth + 2), "map_location"):
             self._report(literal, literal, inline=True)  # `map_location={"cuda:0": "cuda:%d" % rank}`
         elif isinstance(parent, cst.Param) and parent.default is holder and "device" in parent.name.value.lower():
-            if not parameter_default_unused(ctx.stack, parent, ctx.project):
-                self._report(literal, literal, inline=True)
+            self._report(literal, literal, inline=True)
 
     def names_device(self, literal: cst.BaseExpression) -> bool:
         return is_cuda_string(literal)
