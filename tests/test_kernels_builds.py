@@ -127,3 +127,18 @@ def test_a_test_that_imports_the_kernel_package_is_the_kernel_test(tmp_path):
     files = {"extensions/chamfer_dist/setup.py": setup, "extensions/chamfer_dist/__init__.py": package, "extensions/chamfer_dist/test.py": test}
     found = codes(tmp_path, files)
     assert found["extensions/chamfer_dist/test.py"] == [] and found["extensions/chamfer_dist/setup.py"] == ["TDV310"]
+
+
+def test_functions_taken_from_the_kernel_module_drive_it(tmp_path):
+    # autonomousvision/occupancy_networks@406f794 setup.py:82, im2mesh/dmc/ops/grid_pooling.py:5
+    setup = (
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\n"
+        "setup(ext_modules=[CUDAExtension('im2mesh.dmc.ops._cuda_ext', ['im2mesh/dmc/ops/src/grid_pooling_kernel.cu'])])\n"
+    )
+    wrapper = (
+        "import torch\nfrom ._cuda_ext import grid_pooling_forward\n\n\ndef grid_pooling(points):\n"
+        "    grid = torch.zeros(8).type(torch.cuda.FloatTensor)\n    return grid_pooling_forward(points.cuda(), grid)\n"
+    )
+    files = {"setup.py": setup, "im2mesh/dmc/ops/grid_pooling.py": wrapper}
+    found = codes(tmp_path, files)
+    assert found["im2mesh/dmc/ops/grid_pooling.py"] == [] and found["setup.py"] == ["TDV310"]

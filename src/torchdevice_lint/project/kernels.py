@@ -353,6 +353,9 @@ def names_kernel(dotted: str, kernel: str) -> bool:
     the same last name and, where the build names its package (``_ext.dcn_v2``), the same
     package or a relative import from it (``from . import _C``): ``import dcn_v2`` is the
     project's own module beside the ``_ext.dcn_v2`` kernel."""
+    head = dotted.rpartition(".")[0]
+    if head.strip(".") and head.rsplit(".", 1)[-1] == kernel.rsplit(".", 1)[-1] and names_kernel(head, kernel):
+        return True  # a name taken from the kernel (autonomousvision/occupancy_networks@406f794 ``from ._cuda_ext import f``)
     parts, wanted = dotted.split("."), kernel.split(".")
     if parts[-1] != wanted[-1]:
         return False
