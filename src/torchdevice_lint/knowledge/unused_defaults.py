@@ -51,6 +51,12 @@ def parameter_default_unused(stack: Sequence[cst.CSTNode], param: cst.Param, pro
     return position != -1 and project.always_passed(callee, param.name.value, position)
 
 
+def in_unused_default(stack: Sequence[cst.CSTNode], project: ProjectFacts) -> bool:
+    """Whether the visited node lies in a parameter's default that ``parameter_default_unused``."""
+    param = next((node for node in reversed(stack) if isinstance(node, cst.Param)), None)
+    return param is not None and parameter_default_unused(stack, param, project)
+
+
 def _never_read(function: cst.FunctionDef, name: str) -> bool:
     """Whether no name in the function's body (nested functions included) is ``name``, nor
     ``locals``/``vars``, which read every parameter."""

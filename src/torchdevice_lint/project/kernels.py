@@ -181,9 +181,7 @@ class KernelReader:
                 yield statement, None, ""
 
     def _scope(self, definition: ast.AST) -> list:
-        decorators = getattr(definition, "decorator_list", ())
-        first = min([definition.lineno, *(decorator.lineno for decorator in decorators)])
-        scope = [first, getattr(definition, "end_lineno", definition.lineno) or definition.lineno, []]
+        scope = [*_lines(definition), []]
         self.scopes.append(scope)
         return scope
 
@@ -229,12 +227,7 @@ class KernelReader:
 
     def _top_level_span(self, line: int) -> Span:
         """The lines of the top-level statement (a function, a class, an ``if``) holding ``line``."""
-        for statement in self.tree.body:
-            first = min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
-            last = getattr(statement, "end_lineno", None) or statement.lineno
-            if first <= line <= last:
-                return first, last
-        return line, line
+        return next((span for span in map(_lines, self.tree.body) if span[0] <= line <= span[1]), (line, line))
 
     def _needs_cuda(self, with_cuda: Optional[ast.expr], sources: Optional[ast.expr]) -> bool:
         """Whether a ``create_extension`` build is CUDA's wherever it goes on: ``with_cuda`` is
@@ -269,6 +262,12 @@ class KernelReader:
 def cuda_class_names(tree: ast.Module) -> FrozenSet[str]:
     """The names a module binds to ``CUDAExtension`` and builds through (``extension(...)``)."""
     return frozenset(name for name, builder in KernelReader(tree).builder_names.items() if builder == "CUDAExtension")
+
+
+def _lines(statement: ast.stmt) -> Span:
+    """First (its decorators included) and last line of a statement."""
+    first = min([statement.lineno, *(decorator.lineno for decorator in getattr(statement, "decorator_list", ()))])
+    return first, getattr(statement, "end_lineno", None) or statement.lineno
 
 
 def _refuses(condition: ast.AST) -> bool:

@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Unguarded
-from ..knowledge.unused_defaults import field_default_unused, parameter_default_unused
+from ..knowledge.unused_defaults import field_default_unused, in_unused_default
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .common import (
@@ -427,8 +427,7 @@ class HardcodedCudaDevice(Rule):
 
     def _check(self, literal: cst.BaseExpression) -> None:
         ctx = self.ctx
-        param = next((node for node in reversed(ctx.stack) if isinstance(node, cst.Param)), None)  # a default never read or always passed
-        if ctx.guarded or field_default_unused(ctx.stack, ctx.project) or (param is not None and parameter_default_unused(ctx.stack, param, ctx.project)):
+        if ctx.guarded or field_default_unused(ctx.stack, ctx.project) or in_unused_default(ctx.stack, ctx.project):
             return
         depth, holder, template = 1, literal, None
         if not self.names_device(literal):

@@ -17,7 +17,7 @@ from ..inference.vocabulary import DTYPES
 from ..knowledge import cst_guards as guards
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
-from .common import method_name
+from .common import keyword, method_name
 
 if TYPE_CHECKING:
     from ..engine.context import FileContext
@@ -181,7 +181,7 @@ def retried_with_map_location(ctx: FileContext) -> bool:
             for handler in node.handlers:
                 caught = {last_name(n) for n in _nodes_of(handler.type, cst.Name, cst.Attribute)} if handler.type else {"Exception"}
                 if caught & {"RuntimeError", "Exception", "BaseException"} and any(
-                    ctx.qualname(call.func) in LOADERS and any(arg.keyword and arg.keyword.value == "map_location" for arg in call.args)
+                    ctx.qualname(call.func) in LOADERS and keyword(call, "map_location") is not None
                     for call in _nodes_of(handler.body, cst.Call)
                 ):
                     return True
