@@ -283,7 +283,7 @@ _FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
 
 def file_names(path: ast.expr) -> List[str]:
     """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
-    ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/saved_files.path_keys`` keys them."""
+    ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/support/saved_files.path_keys`` keys them."""
     names = []
     for node in nodes_below(path):
         if isinstance(node, ast.JoinedStr):

@@ -21,7 +21,7 @@ from ..first_stage.triggers import Triggers
 from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import import_aliases, source_of
-from .common import display_only, fresh_args, keyword_arg
+from .support.common import display_only, fresh_args, keyword_arg
 
 Release = Tuple[int, int]
 

@@ -15,7 +15,7 @@ from ..knowledge.event_timing import (
     ACCELERATOR_SINCE, EVENT_CLASSES, TimingIdiom, event_class, kept_in_container, reads, timing_idiom,
 )
 from ..syntax.cst_nodes import dotted_name, source_of
-from .common import display_only, guard_statement_fix
+from .support.common import display_only, guard_statement_fix
 from .device_queries import parenthesized
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).

@@ -17,7 +17,7 @@ from ..model.fixes import Applicability
 from ..model.settings import compiled_patterns, relative_path
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
-from .common import availability_check, display_only, method_name, report_device_method
+from .support.common import availability_check, display_only, method_name, report_device_method
 from .placement import HardcodedCudaDevice
 
 # Tensor and module methods that move to a backend: ``.xpu()`` is torch's own, ``.npu()`` and

@@ -16,7 +16,7 @@ from ..model.fixes import Applicability, Fix
 from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import dotted_name
 from ..syntax.cst_nodes import qualified, source_of
-from .common import display_only, keyword, keyword_arg, may_meet_mps
+from .support.common import display_only, keyword, keyword_arg, may_meet_mps
 
 # What the inference must see before it can report anything (first_stage/): a value on
 # a device comes from `.cuda()`, `.to(...)` or `device=`; one on the module's device from a

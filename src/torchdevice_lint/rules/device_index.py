@@ -25,10 +25,13 @@ from ..model.fixes import Applicability
 from ..project.kernels import cuda_class_names
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of, string_value
-from .common import (
+from .support.common import (
+    availability_check, display_only, guard_statement_fix, is_cuda_string, legacy_cuda_tensor, method_name,
+    positional,
+)
+from .support.examples import (
     ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP, ALIASED_TEST, FFI_BUILD, FFI_FUNCTION, FFI_TEST,
-    KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_TEST, KERNEL_WITH_FALLBACK, NMS_WRAPPERS, NVCC_SETUP, availability_check,
-    display_only, guard_statement_fix, is_cuda_string, legacy_cuda_tensor, method_name, positional,
+    KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_TEST, KERNEL_WITH_FALLBACK, NMS_WRAPPERS, NVCC_SETUP,
 )
 
 

@@ -9,7 +9,7 @@ from ..first_stage.triggers import Inferred, Triggers
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import display_only, may_meet_mps
+from .support.common import display_only, may_meet_mps
 from .dataflow import ON_DEVICE
 
 

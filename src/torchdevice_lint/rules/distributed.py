@@ -12,7 +12,7 @@ from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, source_of, string_value
-from .common import availability_check, keyword, lacking_check, method_name, no_fix_for_target, positional
+from .support.common import availability_check, keyword, lacking_check, method_name, no_fix_for_target, positional
 
 #: From this torch on, the fix asks torch for the device's own backend instead of choosing
 #: between NCCL and gloo: ``get_default_backend_for_device`` came in 2.6 (pytorch#140536), but

@@ -11,7 +11,7 @@ from ..knowledge.torch_releases import binding_expression, binding_imports, firs
 from ..model.fixes import Applicability, ImportSpec
 from ..syntax.cst_lazy import cst
 from .backend_api import RAISING_CUDA_CALLS
-from .common import display_only, keyword, method_name, target_has
+from .support.common import display_only, keyword, method_name, target_has
 
 
 class AcceleratorEquivalent(NamedTuple):

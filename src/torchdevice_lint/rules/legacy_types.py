@@ -10,18 +10,9 @@ from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import (
-    CUDA_TENSOR_NAMES,
-    LEGACY_TENSOR_DTYPES,
-    display_only,
-    keyword_arg,
-    legacy_cuda_tensor,
-    may_meet_mps,
-    may_name_cuda_tensor_type,
-    method_name,
-    no_fix_for_target,
-    positional,
-    target_has,
+from .support.common import (
+    CUDA_TENSOR_NAMES, LEGACY_TENSOR_DTYPES, display_only, keyword_arg, legacy_cuda_tensor, may_meet_mps,
+    may_name_cuda_tensor_type, method_name, no_fix_for_target, positional, target_has,
 )
 
 

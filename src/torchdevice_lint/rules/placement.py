@@ -9,10 +9,13 @@ from ..first_stage.triggers import Placed, Unguarded
 from ..knowledge.unused_defaults import field_default_unused, in_unused_default
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from .common import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y, REBOUND_USE_GPU,
-    argument_usage, availability_check, built_string, defines_device, is_cuda_string, kernel_callers, keyword_is, may_name_cuda,
+from .support.common import (
+    argument_usage, availability_check, built_string, defines_device, is_cuda_string, keyword_is, may_name_cuda,
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
+)
+from .support.examples import (
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y,
+    REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -95,15 +98,7 @@ class CudaMethodCall(Rule):
         # one definition of the name keeps a layer: `.cuda()` moves it
         Invalid(LOSS_USER, files={"models/pointnet.py": EMPTY_LOSS, "models/pointnet2.py": EMPTY_LOSS.replace("scale\n", "nn.Linear(2, 2)\n")},
                 fixed="import importlib\nimport torch\n\n" + DEVICE + LOSS_USER[17:].replace(".cuda()", ".to(device)")),
-        Invalid(
-            "import torch\nx = torch.ones(2).cuda()\n",
-            fixed=(
-                "import torch\n"
-                "\n"
-                'device = torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")\n'
-                "x = torch.ones(2).to(device)\n"
-            ),
-        ),
+        Invalid("import torch\nx = torch.ones(2).cuda()\n", fixed="import torch\n\n" + DEVICE + "x = torch.ones(2).to(device)\n"),
         Invalid(
             "import torch\n\ndef run(model, batch, device):\n    model.cuda()\n    return model(batch.cuda(non_blocking=True))\n",
             fixed="import torch\n\ndef run(model, batch, device):\n    model.to(device)\n    return model(batch.to(device, non_blocking=True))\n",

@@ -14,8 +14,8 @@ from ..first_stage.triggers import Resolved
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
-from .common import display_only, keyword, keyword_arg, positional
-from .saved_files import (
+from .support.common import display_only, keyword, keyword_arg, positional
+from .support.saved_files import (
     LOADERS,
     SAVERS,
     SavedFiles,

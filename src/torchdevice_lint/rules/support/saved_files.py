@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Set, Tuple
 
-from ..inference.vocabulary import DTYPES
-from ..knowledge import cst_guards as guards
-from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import last_name, source_of
+from ...inference.vocabulary import DTYPES
+from ...knowledge import cst_guards as guards
+from ...syntax.cst_lazy import cst
+from ...syntax.cst_nodes import last_name, source_of
 from .common import keyword, method_name
 
 if TYPE_CHECKING:
-    from ..engine.context import FileContext
+    from ...engine.context import FileContext
 
 LOADERS = {"torch.load", "torch.jit.load"}
 SAVERS = {"torch.save", "torch.jit.save"}
@@ -45,7 +45,7 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
 
 
 def _nodes_of(root: cst.CSTNode, *node_types: type) -> list:
-    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+    from ...syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
 
     return nodes_of(root, *node_types)
 
@@ -99,7 +99,7 @@ class SavedFiles:
 
     def _finder(self) -> "_SaveFinder":
         """Every ``torch.save(value, path)`` with its path (through ``with open(path) as f``)."""
-        from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``Module.visit`` rebuilds the tree
+        from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``Module.visit`` rebuilds the tree
 
         finder = _SaveFinder(self.ctx)
         walk(self.ctx.module, finder, skip=TRIVIA_TYPES)
@@ -221,7 +221,7 @@ def may_be_none(ctx: FileContext, name: str) -> bool:
     tensors where they were saved (ENAS: ``None`` unless ``--num_gpu 0``, default 1).
     ``map_location = None`` then ``if not torch.cuda.is_available(): map_location = "cpu"``
     is fine and stays silent."""
-    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+    from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     finder = _AssignmentFinder(ctx, name)
     walk(ctx.enclosing_function() or ctx.module, finder, skip=TRIVIA_TYPES)
@@ -271,7 +271,7 @@ def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
     target = assign.targets[0].target
     if not isinstance(target, cst.Name):
         return False
-    from ..syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
+    from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     scope = ctx.enclosing_function()
     if scope is None and "__main__" not in ctx.source:
