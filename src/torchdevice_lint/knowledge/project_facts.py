@@ -75,6 +75,9 @@ class ProjectFacts:
     #: (thuml/Autoformer@51c7d41 run.py:82 ``args.use_gpu = True if torch.cuda.is_available() and
     #: args.use_gpu else False``): true only where CUDA is, wherever they are read.
     availability_options: FrozenSet[str] = frozenset()
+    #: Classes whose methods save files, by name -> the file names they write: a function that
+    #: builds one (``early_stopping = EarlyStopping(...)``) may have saved them by a later line.
+    saving_classes: Mapping[str, FrozenSet[str]] = field(default_factory=dict)
 
 
     @cached_property
@@ -85,6 +88,7 @@ class ProjectFacts:
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps,
             sorted(self.rebound_options), sorted(self.availability_options),
+            {name: sorted(saved) for name, saved in self.saving_classes.items()},
         ]
         if not any(parts):
             return ""

@@ -75,6 +75,9 @@ class ModuleFacts:
     #: Those of them every assignment here binds to an availability check (``args.use_gpu = True
     #: if torch.cuda.is_available() and args.use_gpu else False``): true only where CUDA is.
     availability_rebound: List[str] = field(default_factory=list)
+    #: Its top-level classes whose methods save files -> the file names they write
+    #: (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(), path + '/checkpoint.pth')``).
+    saving_classes: Dict[str, List[str]] = field(default_factory=dict)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -128,6 +131,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if kind is Call:
                 found.append((node, caller))
                 path_name = _read_call(node, facts, context)
+                if "." in caller and last_name(node.func) == "save" and len(node.args) > 1:
+                    _read_class_save(caller.partition(".")[0], node.args[1], root, facts)
                 if path_name is not None:  # bound in its function, or anywhere at module level
                     named_saves.append((path_name, root if type(root) in _FUNCTIONS else tree))
                 kernels.read_call(node, scope)
@@ -264,6 +269,14 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> Op
     elif name == "spawn":
         context.read_spawn(call)
     return None
+
+
+def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: ModuleFacts) -> None:
+    """The file names a method's ``torch.save`` writes, directly or through a name it binds."""
+    names = _bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
+    if names:
+        saved = facts.saving_classes.setdefault(class_name, [])
+        saved.extend(name for name in names if name not in saved)
 
 
 def _bound_file_names(variable: str, root: ast.AST) -> List[str]:

@@ -142,6 +142,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     copies: Dict[str, str] = {}
     predicates: Dict[str, list] = {}
     saved = set()
+    saving: Dict[str, set] = {}
     arguments: Dict[str, list] = {}
     rebound = set()
     plain: set = set()  # device attributes some module binds other than to an availability check
@@ -156,6 +157,8 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
             if name in flagged:
                 arguments.setdefault(name, []).extend(_passed_in_caller(record, facts) for record in records)
         saved.update(facts.cpu_saved_files)
+        for name, files in facts.saving_classes.items():
+            saving.setdefault(name, set()).update(files)
         unknown.update(facts.unknown_options)
         for name, default in facts.options.items():
             if name in options and options[name] != default:
@@ -170,6 +173,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     return ProjectFacts(
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
         rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(rebound - plain),
+        saving_classes={name: frozenset(files) for name, files in saving.items()},
     )
 
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import ast
-import io
-import pickle
 import re
-import zipfile
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import source_of
+from ..syntax.cst_nodes import last_name, source_of
 from .support.common import display_only, keyword, keyword_arg, positional
+from .support.examples import EARLY_STOPPING, EARLY_STOPPING_TRAIN, saved_checkpoint
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -26,32 +24,16 @@ from .support.saved_files import (
     opened_path,
     path_keys,
     read_as_numpy,
+    restores_scheduler,
     retried_with_map_location,
     shipped_on_cpu,
+    single_binding,
 )
 
 
 #: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
 #: is missing: what the program did wherever it ran, and the CPU where it raised.
 KEEP_SAVED = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
-
-
-def saved_checkpoint(location: str) -> bytes:
-    """A ``torch.save`` file (zip format) of one float whose storage was saved on ``location``,
-    written without torch, for the examples' shipped checkpoints."""
-    storage = object()
-
-    class Saver(pickle.Pickler):
-        def persistent_id(self, value):
-            return ("storage", "FloatStorage", "0", location, 1) if value is storage else None
-
-    state = io.BytesIO()
-    Saver(state, protocol=2).dump({"weight": storage})
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w") as files:
-        for name, data in (("data.pkl", state.getvalue()), ("data/0", bytes(4)), ("version", b"3\n")):
-            files.writestr(zipfile.ZipInfo(f"archive/{name}", date_time=(1980, 1, 1, 0, 0, 0)), data)
-    return archive.getvalue()
 
 
 def may_lack_map_location(call: ast.Call) -> bool:
@@ -204,6 +186,11 @@ class LoadWithoutMapLocation(Rule):
             "    else:\n        raise NotImplementedError('Only DDP')\n"
             "    checkpoint = torch.load(args.resume)\n"
         ),
+        # the best model a saver built here wrote during training (thuml/Autoformer@51c7d41
+        # exp/exp_main.py:117,172-173, utils/tools.py:52)
+        Valid(EARLY_STOPPING_TRAIN, files={"utils/tools.py": EARLY_STOPPING}),
+        # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
+        Valid("import os\nimport torch\n\ndef resume(scheduler, path):\n    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))\n"),
         # None only where CUDA is there
         Valid(
             "import torch\n\ndef restore(path):\n    location = None\n"
@@ -230,6 +217,12 @@ class LoadWithoutMapLocation(Rule):
         Invalid(
             "from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n    )\n    model.load_state_dict(ckpt)\n",
             fixed='from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n        map_location="cpu",\n    )\n    model.load_state_dict(ckpt)\n',
+        ),
+        # the saver's file, loaded by a function that built none: an earlier (GPU) run wrote it
+        Invalid(
+            "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",
+            files={"utils/tools.py": EARLY_STOPPING},
+            fixed="import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth', map_location=\"cpu\"))\n",
         ),
         # a checkpoint saved by another function (a GPU run) and loaded to resume
         Invalid(
@@ -351,6 +344,9 @@ class LoadWithoutMapLocation(Rule):
         elif isinstance(node.func, cst.Name) and node.func.value in self._saving_functions:
             codes = self._saving_functions[node.func.value]
             self._add_save(codes, codes)
+        elif self.ctx.project.saving_classes and last_name(node.func) in self.ctx.project.saving_classes:
+            files = self.ctx.project.saving_classes[last_name(node.func)]  # a saver built here (EarlyStopping)
+            self._add_save(files, files)
         if self.ctx.guarded or name not in LOADERS or not node.args or any(arg.star for arg in node.args):
             return
         location = keyword(node, "map_location")
@@ -362,7 +358,7 @@ class LoadWithoutMapLocation(Rule):
         keys = self._file_keys(node.args[0].value)
         if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx):
             return
-        if in_dataset_class(self.ctx) or shipped_on_cpu(self.ctx, _unopened(node.args[0].value)):
+        if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, _unopened(node.args[0].value)):
             return
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
@@ -448,8 +444,10 @@ class LoadWithoutMapLocation(Rule):
 
     def _file_keys(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """``f`` bound by an enclosing ``with open(path, ...) as f``, and ``open(path, "rb")``,
-        stand for ``path``."""
-        return path_keys(_unopened(opened_path(target, self.ctx.stack) or target))
+        stand for ``path``; a name bound once in the function, for its value too."""
+        path = _unopened(opened_path(target, self.ctx.stack) or target)
+        bound = single_binding(self.ctx, path.value) if isinstance(path, cst.Name) else None
+        return path_keys(path) | path_keys(bound) if bound is not None else path_keys(path)
 
     def _path_code(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """The path's code alone: a save through a function call matches the same expression

@@ -3,6 +3,9 @@ TDV310), defaults and modules that hold nothing, options rebound to an availabil
 
 from __future__ import annotations
 
+import io
+import pickle
+import zipfile
 from typing import Tuple
 
 from ...engine.rule import Invalid, Valid
@@ -110,4 +113,35 @@ REBOUND_USE_GPU = Valid(
     "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
     files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
            "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"},
+)
+
+
+def saved_checkpoint(location: str) -> bytes:
+    """A ``torch.save`` file (zip format) of one float whose storage was saved on ``location``,
+    written without torch, for the examples' shipped checkpoints."""
+    storage = object()
+
+    class Saver(pickle.Pickler):
+        def persistent_id(self, value):
+            return ("storage", "FloatStorage", "0", location, 1) if value is storage else None
+
+    state = io.BytesIO()
+    Saver(state, protocol=2).dump({"weight": storage})
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as files:
+        for name, data in (("data.pkl", state.getvalue()), ("data/0", bytes(4)), ("version", b"3\n")):
+            files.writestr(zipfile.ZipInfo(f"archive/{name}", date_time=(1980, 1, 1, 0, 0, 0)), data)
+    return archive.getvalue()
+
+
+#: An early-stopping helper that saves the best model (thuml/Autoformer@51c7d41 utils/tools.py:24-52),
+#: and a training function that builds one, then reloads the best model.
+EARLY_STOPPING = (
+    "import torch\n\nclass EarlyStopping:\n    def __call__(self, val_loss, model, path):\n        self.save_checkpoint(model, path)\n\n"
+    "    def save_checkpoint(self, model, path):\n        torch.save(model.state_dict(), path + '/' + 'checkpoint.pth')\n"
+)
+EARLY_STOPPING_TRAIN = (
+    "import torch\nfrom utils.tools import EarlyStopping\n\ndef train(model, epochs, path):\n    early_stopping = EarlyStopping()\n"
+    "    for epoch in range(epochs):\n        early_stopping(validate(model), model, path)\n"
+    "    best_model_path = path + '/' + 'checkpoint.pth'\n    model.load_state_dict(torch.load(best_model_path))\n"
 )

@@ -281,6 +281,19 @@ def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
     return uses.consumed and uses.count > 0
 
 
+def restores_scheduler(ctx: FileContext) -> bool:
+    """``scheduler.load_state_dict(torch.load(p))``: a learning-rate scheduler's state holds
+    numbers (``last_epoch``, ``base_lrs``), no tensor to restore on any device."""
+    stack = ctx.stack
+    if len(stack) < 3 or not isinstance(stack[-2], cst.Arg) or not _called(stack[-3], stack[-3].func):
+        return False
+    func = stack[-3].func
+    if not (_attribute(func, "load_state_dict") and stack[-3].args[0] is stack[-2]):
+        return False
+    receiver = last_name(func.value)
+    return receiver is not None and "sched" in receiver.lower()
+
+
 def _consumed(stack, index: int) -> bool:
     """Whether the value at ``stack[index]`` (the path from the module) goes, through key
     lookups, into ``load_state_dict`` or a move."""
@@ -352,7 +365,7 @@ def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
     if not shipped:
         return False
     if isinstance(path, cst.Name):
-        path = _single_binding(ctx, path.value)
+        path = single_binding(ctx, path.value)
     place = _literal_path(path) if path is not None else None
     if place is None:
         return False
@@ -363,7 +376,7 @@ def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
     return bool(found) and all(found)
 
 
-def _single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
+def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
     values = [
         assign.value for assign in _nodes_of(ctx.enclosing_function() or ctx.module, cst.Assign)
         if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
