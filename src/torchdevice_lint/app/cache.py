@@ -431,10 +431,10 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 17 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 18 and repr(fields) == text):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes = fields[8:]
+    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes, factories = fields[8:]
     calls = project_calls.shaped(call_fields)
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
@@ -446,13 +446,14 @@ def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
         and isinstance(classes, dict) and all(isinstance(name, str) and (bases is None or _strings(bases)) for name, bases in classes.items())
         and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound)
-        and isinstance(saving_classes, dict) and all(isinstance(name, str) and _strings(saved) for name, saved in saving_classes.items())
+        and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
+                for found in (saving_classes, factories))
     )
     if not shaped:
         return None
     return ModuleFacts(
         options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
-        mentions_mps, rebound, availability_rebound, saving_classes,
+        mentions_mps, rebound, availability_rebound, saving_classes, factories,
     )
 
 

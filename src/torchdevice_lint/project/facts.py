@@ -25,7 +25,7 @@ from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
-from .stateless import module_classes
+from .stateless import module_classes, module_factories
 
 #: A constant an option defaults to (what ``ast.literal_eval`` gives: bool, int, str, None...).
 Default = Any
@@ -78,6 +78,9 @@ class ModuleFacts:
     #: Its top-level classes whose methods save files -> the file names they write
     #: (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(), path + '/checkpoint.pth')``).
     saving_classes: Dict[str, List[str]] = field(default_factory=dict)
+    #: Its top-level functions that return a new module of a class they call -> those classes
+    #: (``stateless.module_factories``).
+    factories: Dict[str, List[str]] = field(default_factory=dict)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -173,7 +176,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     _read_module_level(tree.body, facts)
     if any(imported_name(origin).partition(".")[0] in _MPS_CHOOSING_PACKAGES for origin in facts.imports.values()):
         facts.mentions_mps = True
-    facts.classes = module_classes(tree, {local: imported_name(origin) for local, origin in facts.imports.items()})
+    resolved = {local: imported_name(origin) for local, origin in facts.imports.items()}
+    facts.classes = module_classes(tree, resolved)
+    facts.factories = module_factories(tree, resolved)
     return facts
 
 

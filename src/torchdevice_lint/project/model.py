@@ -114,6 +114,7 @@ class Project:
                 parameterless_classes=parameterless_classes(
                     {path: facts.classes for path, facts in self.modules.items()},
                     {path: [name for name in facts.calls.definitions if name not in facts.classes] for path, facts in self.modules.items()},
+                    {path: facts.factories for path, facts in self.modules.items() if facts.factories},
                 ),
             )
         return self._facts

@@ -3,10 +3,11 @@
 ``Module.cuda()`` moves only what a module registers, so on a machine without CUDA it raises only
 when there is something to move: ``class get_loss(nn.Module)`` whose methods keep nothing but
 numbers makes ``MODEL.get_loss().cuda()`` a no-op there, as ``nn.CrossEntropyLoss().cuda()`` is.
-Proven conservatively: a base that cannot be resolved, a metaclass, a decorator, an attribute of
-``self`` set to anything but a constant (``self.loss = nn.MSELoss()`` registers a submodule), a
-``register_buffer`` or ``setattr`` call, or a class-level value other than a constant leaves the
-class unproven. A name the project also defines as a function or method is never proven: a call
+A submodule that holds nothing itself (``self.loss = nn.CrossEntropyLoss()``, or a project class
+proven empty the same way) gives ``.cuda()`` nothing to move either. Proven conservatively: a base
+that cannot be resolved, a metaclass, a decorator, an attribute of ``self`` set to anything else
+(``nn.CrossEntropyLoss(weight=w)`` registers a buffer), a ``register_buffer`` or ``setattr``
+call, or a class-level value other than a constant leaves the class unproven. A name the project also defines as a function or method is never proven: a call
 of it may return anything.
 """
 
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
-from ..inference.vocabulary import PARAMETERLESS_MODULES
+from ..inference.vocabulary import PARAMETERLESS_MODULES, is_parameterless_module
 from ..syntax.ast_nodes import dotted_name, nodes_below
 
 #: ``nn.Module`` itself, as its imports resolve.
@@ -42,10 +44,12 @@ def module_classes(tree: ast.Module, imports: Mapping[str, str]) -> Classes:
 
 
 def _bases_of_empty(cls: ast.ClassDef, imports: Mapping[str, str]) -> Optional[List[str]]:
-    if cls.keywords or cls.decorator_list or not cls.bases or not _holds_nothing(cls):
+    """Its bases, then the project classes of the submodules it holds (each must be empty too)."""
+    held = _Held()
+    if cls.keywords or cls.decorator_list or not cls.bases or not _holds_nothing(cls, imports, held):
         return None
     bases = [_resolved(base, imports) for base in cls.bases]
-    return None if None in bases else bases
+    return None if None in bases else bases + [name for name in held.classes if name not in bases]
 
 
 def _resolved(base: ast.expr, imports: Mapping[str, str]) -> Optional[str]:
@@ -59,10 +63,21 @@ def _resolved(base: ast.expr, imports: Mapping[str, str]) -> Optional[str]:
     return f"{full}.{rest}" if rest else full
 
 
-def _holds_nothing(cls: ast.ClassDef) -> bool:
+@dataclass
+class _Held:
+    """What a class's methods keep besides constants: instances of project classes (``classes``,
+    each to be proven empty in turn) and attributes set from arguments (``arguments``), which the
+    class must never call (a module handed in is called; a number or a flag is not)."""
+
+    classes: List[str] = field(default_factory=list)
+    arguments: Set[str] = field(default_factory=set)
+    called: Set[str] = field(default_factory=set)
+
+
+def _holds_nothing(cls: ast.ClassDef, imports: Mapping[str, str], held: _Held) -> bool:
     for statement in cls.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if not _method_keeps_constants(statement):
+            if not _method_keeps_constants(statement, imports, held):
                 return False
         elif isinstance(statement, (ast.Assign, ast.AnnAssign)):
             if statement.value is not None and not _constant(statement.value):
@@ -71,30 +86,35 @@ def _holds_nothing(cls: ast.ClassDef) -> bool:
             isinstance(statement, ast.Expr) and not isinstance(statement.value, ast.Constant)
         ):
             return False
-    return True
+    return not (held.arguments & held.called)
 
 
-def _method_keeps_constants(method: ast.AST) -> bool:
-    """Whether the method sets no attribute of its first argument but to a constant (or to one
-    of its own arguments whose default is a constant other than None) and registers nothing."""
+def _method_keeps_constants(method: ast.AST, imports: Mapping[str, str], held: _Held) -> bool:
+    """Whether the method sets no attribute of its first argument but to a constant, to one of
+    its own arguments (not one defaulting to None, a slot for a module) or to a submodule that
+    holds nothing (a torch one, ``nn.CrossEntropyLoss()``, or a project class's), and registers
+    nothing; what it keeps and calls goes to ``held``."""
     positional = method.args.posonlyargs + method.args.args
     if not positional:
         return True
     me = positional[0].arg
-    constant_defaults = _constant_defaults(method.args)
+    arguments = _arguments_not_none(method.args)
     allowed: Set[int] = set()
     nodes = nodes_below(method)
     for node in nodes:
-        if isinstance(node, ast.Call) and (
-            (isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERING)
-            or (isinstance(node.func, ast.Name) and node.func.id in REGISTERING | {"vars"})
-        ):
-            return False
+        if isinstance(node, ast.Call):
+            if (isinstance(node.func, ast.Attribute) and node.func.attr in REGISTERING) or (
+                isinstance(node.func, ast.Name) and node.func.id in REGISTERING | {"vars"}
+            ):
+                return False
+            held.called.update(_kept_attribute(node.func, me))
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            kept = _constant(node.value) or (isinstance(node.value, ast.Name) and node.value.id in constant_defaults)
-            if kept:
-                allowed.update(id(target) for target in targets if _attribute_of(target, me))
+            targets = [target for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if _attribute_of(target, me)]
+            from_argument = isinstance(node.value, ast.Name) and node.value.id in arguments
+            if targets and (from_argument or _constant(node.value) or _empty_submodule(node.value, imports, held.classes)):
+                allowed.update(id(target) for target in targets)
+                if from_argument:
+                    held.arguments.update(target.attr for target in targets)
     for node in nodes:
         if isinstance(node, ast.Attribute) and _rooted_at(node, me):
             if node.attr == "__dict__" or (isinstance(node.ctx, ast.Store) and id(node) not in allowed):
@@ -102,13 +122,40 @@ def _method_keeps_constants(method: ast.AST) -> bool:
     return True
 
 
-def _constant_defaults(arguments: ast.arguments) -> Set[str]:
+def _kept_attribute(func: ast.expr, me: str) -> List[str]:
+    """``self.net(x)`` and ``self.net.encode(x)`` call ``net``."""
+    while isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == me:
+            return [func.attr]
+        func = func.value
+    return []
+
+
+def _empty_submodule(value: ast.expr, imports: Mapping[str, str], held: List[str]) -> bool:
+    """``nn.Softmax(dim=1)``, ``nn.CrossEntropyLoss()`` (no ``weight``), or a project class's
+    instance (``MaskedCrossEntropyLoss()``), which ``held`` then names."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = _resolved(value.func, imports)
+    if name is None:
+        return False
+    module, _, leaf = name.rpartition(".")
+    if module == "torch.nn":
+        return is_parameterless_module(leaf, [keyword.arg for keyword in value.keywords] + [None] * len(value.args))
+    if module.startswith("torch"):
+        return False
+    held.append(name)
+    return True
+
+
+def _arguments_not_none(arguments: ast.arguments) -> Set[str]:
+    """The method's arguments, but those defaulting to None (or to anything but a constant)."""
     positional = arguments.posonlyargs + arguments.args
-    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
-    pairs += [(arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is not None]
+    defaults = dict(zip([arg.arg for arg in positional[len(positional) - len(arguments.defaults):]], arguments.defaults))
+    defaults.update((arg.arg, default) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults) if default is not None)
     return {
-        arg.arg for arg, default in pairs
-        if _constant(default) and not (isinstance(default, ast.Constant) and default.value is None)
+        arg.arg for arg in positional[1:] + arguments.kwonlyargs
+        if arg.arg not in defaults or (_constant(defaults[arg.arg]) and not (isinstance(defaults[arg.arg], ast.Constant) and defaults[arg.arg].value is None))
     }
 
 
@@ -131,11 +178,67 @@ def _constant(value: ast.expr) -> bool:
     return isinstance(value, ast.Tuple) and all(_constant(element) for element in value.elts)
 
 
-def parameterless_classes(classes: Mapping[str, Classes], callables: Mapping[str, Iterable[str]]) -> Dict[str, Tuple[str, ...]]:
+def module_factories(tree: ast.Module, imports: Mapping[str, str]) -> Dict[str, List[str]]:
+    """Its top-level functions every ``return`` of which gives a new module: a class called
+    there, or a name every binding of which in the function calls one (``get_criterion(p)``
+    choosing a loss by configuration) -> those classes (torch's own left out, once proven empty)."""
+    found: Dict[str, List[str]] = {}
+    for statement in tree.body:
+        if not isinstance(statement, ast.FunctionDef):
+            continue
+        returned: List[Optional[ast.expr]] = []
+        bound: Dict[str, List[Optional[ast.expr]]] = {}
+        for node in _statements(statement.body):
+            if isinstance(node, ast.Return):
+                returned.append(node.value)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                bound.setdefault(node.targets[0].id, []).append(node.value)
+            else:  # another binding of a name: its value is not known
+                for name in _bound_otherwise(node):
+                    bound.setdefault(name, []).append(None)
+        if not returned or None in returned:
+            continue
+        made = [value for given in returned for value in (bound.get(given.id, [None]) if isinstance(given, ast.Name) else [given])]
+        classes: List[str] = []
+        if all(value is not None and _empty_submodule(value, imports, classes) for value in made):
+            found[statement.name] = sorted(set(classes))
+    return found
+
+
+def _bound_otherwise(statement: ast.stmt) -> List[str]:
+    """The names a statement binds other than by ``name = value`` (unpacking, ``+=``, loops, ``with``)."""
+    if isinstance(statement, ast.Assign):
+        places = statement.targets
+    elif isinstance(statement, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+        places = [statement.target]
+    elif isinstance(statement, (ast.With, ast.AsyncWith)):
+        places = [item.optional_vars for item in statement.items if item.optional_vars is not None]
+    else:
+        return []
+    return [node.id for place in places for node in ast.walk(place) if isinstance(node, ast.Name)]
+
+
+def _statements(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a body and of the blocks in it, not of functions or classes defined
+    there: a walk over statements, far cheaper than one over every node."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for block in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(statement, block, []))
+        for handler in getattr(statement, "handlers", []):
+            yield from _statements(handler.body)
+
+
+def parameterless_classes(
+    classes: Mapping[str, Classes], callables: Mapping[str, Iterable[str]], factories: Mapping[str, Mapping[str, List[str]]],
+) -> Dict[str, Tuple[str, ...]]:
     """Of the classes of every module (by path), those proven empty under every definition of
     their name in the project -> the names of the modules and packages that define them (a
     call's qualified name must go through one). ``callables``: by path, the functions and
-    methods the module defines, whose names are never proven."""
+    methods the module defines, whose names are never proven but as ``factories`` (by path)
+    every definition of which makes only proven classes."""
     defined: Dict[str, List[Optional[List[str]]]] = {}
     where: Dict[str, Set[str]] = {}
     for path, found in classes.items():
@@ -155,7 +258,18 @@ def parameterless_classes(classes: Mapping[str, Classes], callables: Mapping[str
             if all(bases is not None and all(_empty_base(base, proven, project) for base in bases) for bases in definitions):
                 proven.add(name)
                 changed = True
-    return {name: tuple(sorted(where[name])) for name in sorted(proven)}
+    found = {name: tuple(sorted(where[name])) for name in sorted(proven)}
+    empty_everywhere: Dict[str, List[bool]] = {}
+    for path, names in callables.items():
+        for name in names:  # a method of the same name may return anything
+            made = factories.get(path, {}).get(name)
+            empty = made is not None and all(_empty_base(made_class, proven, project) for made_class in made)
+            empty_everywhere.setdefault(name.rsplit(".", 1)[-1], []).append(empty)
+    for path, defined_here in factories.items():
+        for name in defined_here:
+            if name not in defined and all(empty_everywhere.get(name, [False])):
+                found[name] = tuple(sorted(set(found.get(name, ())) | _places(path)))
+    return found
 
 
 def _places(path: str) -> FrozenSet[str]:

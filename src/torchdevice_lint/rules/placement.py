@@ -15,7 +15,7 @@ from .support.common import (
 )
 from .support.examples import (
     ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y,
-    REBOUND_USE_GPU, kernel_callers,
+    CRITERION_FACTORY, NCE_LOSSES, REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -59,6 +59,7 @@ class CudaMethodCall(Rule):
         Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
         # a project module keeping only numbers has nothing to move (its module chosen at run time)
         Valid(LOSS_USER, files={"models/pointnet.py": EMPTY_LOSS, "models/pointnet2.py": EMPTY_LOSS.replace("0.001", "1")}),
+        NCE_LOSSES, CRITERION_FACTORY,  # losses holding only losses or numbers, made directly or by a function
         # a module's own function named `cuda`, the module name bound only in another function
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards

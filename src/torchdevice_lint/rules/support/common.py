@@ -293,8 +293,8 @@ _RETURNING_ITSELF = {"cuda", "cpu", "to", "train", "eval", "float", "double", "h
 
 
 def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
-    """A module made here, or a name every assignment of which in its scope makes one, that
-    holds no parameter or buffer: a torch class (``nn.ReLU()``) or one of the project's
+    """A module made here, or a name every assignment of which in its scope makes one (either
+    arm of ``A() if moco else B()``), that holds no parameter or buffer: a torch class (``nn.ReLU()``) or one of the project's
     (``ProjectFacts.parameterless_classes``)."""
     if isinstance(receiver, cst.Call):
         return _parameterless(ctx, receiver)
@@ -305,7 +305,8 @@ def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
     if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope.params):
         return False
     made = [value for value in ctx.assigned_values(scope).get(name, ()) if not _moved_itself(value, name)]
-    return bool(made) and all(isinstance(value, cst.Call) and _parameterless(ctx, value) for value in made)
+    arms = [arm for value in made for arm in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
+    return bool(arms) and all(isinstance(arm, cst.Call) and _parameterless(ctx, arm) for arm in arms)
 
 
 def _parameter_names(params: cst.Parameters) -> set:

@@ -108,6 +108,23 @@ EMPTY_LOSS = (
     "        super().__init__()\n        self.scale = scale\n"
 )
 LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"
+#: THUDM/GCC@20398aa train.py:634-635, gcc/contrastive/criterions.py:5-10: either of two losses that
+#: hold only an unweighted nn.CrossEntropyLoss.
+NCE_LOSSES = Valid(
+    "from criterions import NCESoftmaxLoss, NCESoftmaxLossNS\n\ndef build(args):\n"
+    "    criterion = NCESoftmaxLoss() if args.moco else NCESoftmaxLossNS()\n    criterion = criterion.cuda(args.gpu)\n",
+    files={"criterions.py": "import torch.nn as nn\n\nclass NCESoftmaxLoss(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.criterion = nn.CrossEntropyLoss()\n\nclass NCESoftmaxLossNS(NCESoftmaxLoss):\n    pass\n"},
+)
+#: wvangansbeke/Unsupervised-Classification@952ec31 simclr.py:76-78, utils/common_config.py:14-30: a loss
+#: chosen by configuration, each keeping only the numbers handed in.
+CRITERION_FACTORY = Valid(
+    "from utils.config import get_criterion\n\ncriterion = get_criterion(p)\ncriterion = criterion.cuda()\n",
+    files={"utils/config.py": "def get_criterion(p):\n    if p['criterion'] == 'simclr':\n        from losses import SimCLRLoss\n"
+           "        criterion = SimCLRLoss(**p['criterion_kwargs'])\n    else:\n        raise ValueError(p['criterion'])\n    return criterion\n",
+           "losses.py": "import torch.nn as nn\n\nclass SimCLRLoss(nn.Module):\n    def __init__(self, temperature):\n        super().__init__()\n"
+           "        self.temperature = temperature\n"},
+)
 #: thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: an option rebound to an availability check.
 REBOUND_USE_GPU = Valid(
     "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
