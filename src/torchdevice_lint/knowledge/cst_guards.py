@@ -42,9 +42,17 @@ def delegates_to_cuda(function_name: str) -> bool:
     return name == "cuda" or name.endswith(("to_cuda", "to_gpu"))
 
 
+#: Words of flags that choose a feature only CUDA has in the code that reads them (torch.cuda.amp,
+#: apex): the user asks for the GPU by setting one (``--use_amp``, ``--fp16``).
+CUDA_FEATURE_WORDS = frozenset({"amp", "fp16", "apex"})
+
+
 def flag_name_sign(name: str) -> int:
-    """``use_cuda``/``args.gpu`` read as CUDA flags; ``no_cuda``/``cpu_only`` as their negation."""
+    """``use_cuda``/``args.gpu``/``use_amp`` read as CUDA flags; ``no_cuda``/``cpu_only`` as
+    their negation."""
     lowered = name.lower()
+    if CUDA_FEATURE_WORDS.intersection(lowered.split("_")):
+        return NEGATIVE if lowered.startswith(("no_", "not_", "disable")) else POSITIVE
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
             return NEGATIVE

@@ -25,6 +25,9 @@ from .support.common import display_only, fresh_args, keyword_arg
 
 Release = Tuple[int, int]
 
+#: An option asking for AMP (``{}``: how it is declared) and the code it decides.
+AMP_OPTION = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--use_amp', {})\n"
+USE_AMP = "import torch\n\n# --use_amp: {}\ndef train(args):\n    if args.use_amp:\n        return torch.cuda.amp.GradScaler()\n"
 AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
 SCALER_POSITIONAL = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
 
@@ -128,6 +131,9 @@ class CudaAmpApi(Rule):
         Valid('import torch\nscaler = torch.amp.GradScaler("cuda")\n'),
         Valid("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n"),
         Valid("import torch\nwith torch.autocast(device_type=device.type):\n    pass\n"),
+        # only with --use_amp, off by default: the user asked for a CUDA feature (MAZiqing/FEDformer@c0f6b97
+        # exp/exp_main.py:104, run.py:86)
+        Valid(USE_AMP.format("action='store_true'"), files={"run.py": AMP_OPTION.format("action='store_true'")}),
         # a compatibility shim binds the name to whichever torch has (state-spaces/mamba@e9594ce,
         # mamba_ssm/utils/torch.py:13-21)
         Valid(
@@ -146,6 +152,11 @@ class CudaAmpApi(Rule):
         ),
     )
     invalid = (
+        # ... on by default: every run takes it
+        Invalid(
+            USE_AMP.format("default=True"), files={"run.py": AMP_OPTION.format("default=True")},
+            fixed=USE_AMP.format("default=True").replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'),
+        ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
             fixed='import torch\nwith torch.amp.autocast("cuda"):\n    y = model(x)\n',
@@ -263,8 +274,8 @@ class CudaAmpApi(Rule):
         ),
         # the other branch is no newer spelling: the old one runs wherever amp is on
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler() if use_amp else None\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if use_amp else None\n',
+            "import torch\nscaler = torch.cuda.amp.GradScaler() if enabled else None\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if enabled else None\n',
         ),
     )
 
