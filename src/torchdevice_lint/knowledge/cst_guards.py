@@ -116,6 +116,9 @@ def classify(
         if sign == NEUTRAL and flag_default is not None:
             return _compared_option(test, flag_default)
         return sign
+    if isinstance(test, cst.Subscript):  # ``params["no_cuda"]``: the key names the flag
+        key = _flag_name(test)
+        return _unless_on_by_default(test, flag_name_sign(key), flag_default) if key else NEUTRAL
     if isinstance(test, (cst.Name, cst.Attribute)):
         name = last_name(test)
         if name == "is_cuda" or name in BACKEND_TENSOR_FLAGS:
@@ -128,12 +131,22 @@ def classify(
 
 def _unless_on_by_default(flag: cst.BaseExpression, sign: int, flag_default: Optional[FlagDefault]) -> int:
     """A user flag's sign, or NEUTRAL when its default already picks the GPU: the branch it
-    decides runs on a CPU-only machine unless the user says otherwise."""
-    if sign != NEUTRAL and flag_default is not None:
-        default = flag_default(flag)
-        if default is not None and default == (sign == POSITIVE):
-            return NEUTRAL
+    decides runs on a CPU-only machine unless the user says otherwise. A flag for a CUDA-only
+    feature guards only where it is known to be off by default (``config['amp']`` may be on)."""
+    default = flag_default(flag) if sign != NEUTRAL and flag_default is not None else None
+    if default is not None and default == (sign == POSITIVE):
+        return NEUTRAL
+    if default is None and CUDA_FEATURE_WORDS.intersection((_flag_name(flag) or "").lower().split("_")):
+        return NEUTRAL
     return sign
+
+
+def _flag_name(flag: cst.BaseExpression) -> Optional[str]:
+    """``args.use_amp`` -> ``use_amp``; ``params["no_cuda"]`` -> ``no_cuda``."""
+    if isinstance(flag, cst.Subscript):
+        index = flag.slice[0].slice if len(flag.slice) == 1 else None
+        return string_value(index.value) if isinstance(index, cst.Index) else None
+    return last_name(flag.func) if isinstance(flag, cst.Call) else last_name(flag)
 
 
 def _compared_option(test: cst.Comparison, flag_default: FlagDefault) -> int:
@@ -190,7 +203,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
             return NEUTRAL
     sign = NEUTRAL
     for side in (left, right):
-        sign = sign or _compare_device_string(string_value(side)) or _compare_device_collection(side)
+        sign = sign or _compare_device_string(_device_string(side, qualname)) or _compare_device_collection(side)
     if sign == NEUTRAL:
         return NEUTRAL
     if isinstance(operator, (cst.Equal, cst.Is, cst.In)):
@@ -198,6 +211,13 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
         return -sign
     return NEUTRAL
+
+
+def _device_string(node: cst.BaseExpression, qualname: QualName) -> Optional[str]:
+    """``"cpu"``, and ``torch.device("cpu")`` (THUDM/GCC@20398aa gcc/models/graph_encoder.py:155)."""
+    if isinstance(node, cst.Call) and len(node.args) == 1 and not node.args[0].keyword and qualname(node.func) == "torch.device":
+        node = node.args[0].value
+    return string_value(node)
 
 
 # -- every accelerator, not only CUDA (issue 12) ---------------------------------------------

@@ -274,8 +274,8 @@ class CudaAmpApi(Rule):
         ),
         # the other branch is no newer spelling: the old one runs wherever amp is on
         Invalid(
-            "import torch\nscaler = torch.cuda.amp.GradScaler() if enabled else None\n",
-            fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if enabled else None\n',
+            "import torch\nscaler = torch.cuda.amp.GradScaler() if use_amp else None\n",
+            fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if use_amp else None\n',
         ),
     )
 

@@ -54,6 +54,8 @@ class CudaMethodCall(Rule):
         Valid("print(args.cuda)\nuse = args.cuda and True\n"),
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
+        # only where the graph is on a GPU already (THUDM/GCC@20398aa gcc/models/graph_encoder.py:155)
+        Valid('import torch\n\ndef f(g, x):\n    if g.device != torch.device("cpu"):\n        x = x.cuda(g.device)\n    return x\n'),
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
         # yitu-opensource/T2T-ViT@0f63dc9 main.py:516-521: timm's losses hold no tensor either
         Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
@@ -309,10 +311,9 @@ class HardcodedCudaDevice(Rule):
         Valid('import torch\ndev = "cuda" if torch.cuda.is_available() else "cpu"\nx = torch.ones(1).to(dev)\n'),
         # built strings that are no device: a message, a name
         Valid('import torch\nprint("cuda: {} MB".format(mb))\nlog(tag="cuda:" + name)\nx = torch.ones(1).to("cuda_{}".format(i) and dev)\n'),
-        Valid(
-            'import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n'
-            '    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'
-        ),
+        Valid('import torch\nimport torch.distributed as dist\n\ndef all_gather(data):\n    if dist.get_world_size() == 1:\n        return [data]\n    return torch.ByteTensor(data).to("cuda")\n'),
+        # a flag kept under a key (facebookresearch/BLINK@5fe254d elq/main_dense.py:623,710)
+        Valid('import torch\n\ndef run(params, x):\n    return x.to("cpu" if params["no_cuda"] else "cuda")\n'),
         # defaults every call in the project overrides (ajbrock/BigGAN-PyTorch@9845943 utils.py:1086, train.py:142;
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
         Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
