@@ -12,7 +12,7 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import display_only, keyword, keyword_arg, positional
-from .support.examples import EARLY_STOPPING, EARLY_STOPPING_TRAIN, saved_checkpoint
+from .support.examples import CACHE_RETURNING, CACHE_TRIED, EARLY_STOPPING, EARLY_STOPPING_TRAIN, RESUMED, saved_checkpoint
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -189,6 +189,7 @@ class LoadWithoutMapLocation(Rule):
         # the best model a saver built here wrote during training (thuml/Autoformer@51c7d41
         # exp/exp_main.py:117,172-173, utils/tools.py:52)
         Valid(EARLY_STOPPING_TRAIN, files={"utils/tools.py": EARLY_STOPPING}),
+        Valid(CACHE_TRIED), Valid(CACHE_RETURNING),  # caches written where missing
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
         Valid("import os\nimport torch\n\ndef resume(scheduler, path):\n    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))\n"),
         # None only where CUDA is there
@@ -218,6 +219,7 @@ class LoadWithoutMapLocation(Rule):
             "from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n    )\n    model.load_state_dict(ckpt)\n",
             fixed='from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n        map_location="cpu",\n    )\n    model.load_state_dict(ckpt)\n',
         ),
+        Invalid(RESUMED.format(""), fixed=RESUMED.format(', map_location="cpu"')),  # resumed, then overwritten
         # the saver's file, loaded by a function that built none: an earlier (GPU) run wrote it
         Invalid(
             "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",

@@ -162,3 +162,21 @@ EARLY_STOPPING_TRAIN = (
     "    for epoch in range(epochs):\n        early_stopping(validate(model), model, path)\n"
     "    best_model_path = path + '/' + 'checkpoint.pth'\n    model.load_state_dict(torch.load(best_model_path))\n"
 )
+
+#: Caches a program writes where they are missing (facebookresearch/BLINK@5fe254d
+#: blink/biencoder/eval_biencoder.py:179-199, elq/biencoder/data_process.py:372-375,561-564), and a
+#: checkpoint a run resumes from and overwrites, which an earlier (GPU) run may have written.
+CACHE_TRIED = (
+    "import torch\n\ndef candidates(path):\n    pool = None\n    try:\n        pool = torch.load(path)\n    except:\n        print('rebuilding')\n"
+    "    if pool is None:\n        pool = build()\n        torch.save(pool, path)\n    return pool\n"
+)
+CACHE_RETURNING = (
+    "import os\nimport torch\n\ndef process(folder):\n    if folder is not None and os.path.exists(os.path.join(folder, 'tensors.pt')):\n"
+    "        return torch.load(os.path.join(folder, 'data.pt')), torch.load(os.path.join(folder, 'tensors.pt'))\n"
+    "    data, tensors = build()\n    torch.save(data, os.path.join(folder, 'data.pt'))\n    torch.save(tensors, os.path.join(folder, 'tensors.pt'))\n"
+    "    return data, tensors\n"
+)
+RESUMED = (
+    "import os\nimport torch\n\ndef train(model, path):\n    if os.path.exists(path):\n        model.load_state_dict(torch.load(path{}))\n"
+    "    fit(model)\n    torch.save(model.state_dict(), path)\n"
+)

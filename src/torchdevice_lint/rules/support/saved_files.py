@@ -129,21 +129,56 @@ class _SaveFinder:
 
 
 def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
-    """``if os.path.isfile(p): x = torch.load(p) else: ...; torch.save(x, p)``: a cache the
-    program writes on this machine the first time it runs."""
+    """A cache the program writes on this machine the first time it runs: ``if
+    os.path.isfile(p): x = torch.load(p) else: ...; torch.save(x, p)``; the same with a branch
+    that returns (``if exists(p): return torch.load(p)``, the save below it); and ``try: x =
+    torch.load(p) except: pass`` with the save below (facebookresearch/BLINK@5fe254d
+    blink/biencoder/eval_biencoder.py:179-199)."""
     for index, node in enumerate(stack[:-1]):
-        if not (isinstance(node, cst.If) and stack[index + 1] is node.body and node.orelse is not None):
-            continue
-        checked = _existence_checked_path(node.test)
-        if checked is None or not (path_keys(checked) & keys):
-            continue
-        for call in _nodes_of(node.orelse, cst.Call):
-            if len(call.args) > 1 and qualname(call.func) in SAVERS and path_keys(call.args[1].value) & keys:
+        inner = stack[index + 1]
+        if isinstance(node, cst.If) and inner is node.body:
+            checked = _existence_checked_path(node.test)
+            if checked is None:
+                continue
+            written = _saves_in(node.orelse, keys, qualname) if node.orelse is not None else frozenset()
+            if not written and guards.terminates(node.body):
+                written = _saves_in(_statements_after(stack, index), keys, qualname)
+            if written and path_keys(checked) & written:
+                return True
+        elif isinstance(node, cst.Try) and inner is node.body and node.handlers:
+            if not any(guards.terminates(handler.body) for handler in node.handlers) and _saves_in(_statements_after(stack, index), keys, qualname):
                 return True
     return False
 
 
+def _saves_in(root, keys: FrozenSet[str], qualname) -> FrozenSet[str]:
+    """The keys of every file saved in ``root`` (a node or a list of them), if one of them is
+    among ``keys``: the load's file is written there, with its companions."""
+    saved: Set[str] = set()
+    for call in (call for part in (root if isinstance(root, list) else [root]) for call in _nodes_of(part, cst.Call)):
+        if len(call.args) > 1 and qualname(call.func) in SAVERS:
+            saved |= path_keys(call.args[1].value)
+    return frozenset(saved) if saved & keys else frozenset()
+
+
+def _statements_after(stack, index: int) -> list:
+    """The statements that run after ``stack[index]`` in its function (or module): those after it
+    in its block, and after each block holding it (``if path: try: ... except: ...`` then the save)."""
+    after: list = []
+    for position in range(index, 0, -1):
+        node, block = stack[position], stack[position - 1]
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        body = getattr(block, "body", None)
+        if isinstance(body, (list, tuple)) and node in body:
+            after.extend(body[body.index(node) + 1:])
+    return after
+
+
 def _existence_checked_path(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``os.path.isfile(p)``, ``p.exists()``, also as a part of ``a and b``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _existence_checked_path(test.left) or _existence_checked_path(test.right)
     if not isinstance(test, cst.Call) or last_name(test.func) not in _EXISTENCE_CHECKS:
         return None
     if test.args:
