@@ -93,3 +93,19 @@ def test_a_worker_spawned_per_gpu_silences_every_cuda_only_rule_in_what_it_calls
     assert sorted(codes(tmp_path, {"utils.py": step, "train.py": train.replace("nprocs=n_gpus", "nprocs=4")})) == [
         "TDV101", "TDV301", "TDV302"
     ]
+
+
+LAUNCH = (
+    "import torch\nimport torch.multiprocessing as mp\nfrom utils import smart_ddp\n\n\n"
+    "def launch(fn, n_gpu, args=()):\n    world_size = n_gpu\n    if world_size {}:\n"
+    "        mp.spawn(worker, nprocs=n_gpu, args=(fn, args))\n    else:\n        fn(*args)\n\n\n"
+    "def worker(rank, fn, args):\n    torch.cuda.set_device(rank)\n    smart_ddp(None)\n"
+)
+
+
+def test_a_worker_spawned_only_for_several_processes_is_judged_guarded(tmp_path):
+    """rosinality/vq-vae-2-pytorch@ef5f67c distributed/launch.py:24-40: ``--n_gpu`` (1 by
+    default) processes, spawned only when there are more than one."""
+    assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format("> 1")}, "launch.py") == []
+    assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format("> 1")}) == []
+    assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format(">= 1")}, "launch.py") == ["TDV301"]

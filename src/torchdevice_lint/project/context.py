@@ -21,6 +21,7 @@ from typing import Dict, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
+from ..knowledge.cst_distributed import PROCESS_COUNTS
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
 from .calls import OWN, ModuleCalls
 
@@ -75,7 +76,9 @@ class ContextReader:
         }
 
     def workers(self, tree: ast.Module) -> List[str]:
-        """The functions ``spawn(worker, nprocs=n)`` starts, where ``n`` counts the GPUs."""
+        """The functions ``spawn(worker, nprocs=n)`` starts, where ``n`` counts the GPUs or the
+        spawn runs only for more than one process (``if world_size > 1:``, rosinality/vq-vae-2-pytorch
+        @ef5f67c distributed/launch.py:25 with ``--n_gpu`` 1 by default)."""
         if not self._spawns:
             return []
         counts = {
@@ -87,10 +90,16 @@ class ContextReader:
             positional = [argument for argument in call.args if type(argument) is not ast.Starred]
             nprocs = next((k.value for k in call.keywords if k.arg == "nprocs"), positional[2] if len(positional) > 2 else None)
             if positional and type(positional[0]) is ast.Name and nprocs is not None and (
-                _counts_gpus(nprocs) or dotted_name(nprocs) in counts
+                _counts_gpus(nprocs) or dotted_name(nprocs) in counts or self._for_several_processes(call)
             ):
                 found.append(positional[0].id)
         return found
+
+    def _for_several_processes(self, call: ast.Call) -> bool:
+        return any(
+            _several_processes(node.test) and node.body[0].lineno <= call.lineno <= node.body[-1].end_lineno
+            for node in self.conditions
+        )
 
 
 def _span(nodes: List[ast.stmt]) -> Tuple[Tuple[int, int], Tuple[int, int]]:
@@ -105,6 +114,16 @@ class Coverage(ast_guards.Coverage):
 
     def covers(self, node: ast.AST) -> bool:
         return not self.empty and super().covers(node)
+
+
+def _several_processes(test: ast.expr) -> bool:
+    """``world_size > 1``, ``n_gpu >= 2``, ``args.world_size != 1``."""
+    if type(test) is not ast.Compare or len(test.ops) != 1 or type(test.comparators[0]) is not ast.Constant:
+        return False
+    count, operator = test.comparators[0].value, type(test.ops[0])
+    if (last_name(test.left) or "").lower() not in PROCESS_COUNTS or type(count) is not int:
+        return False
+    return (operator is ast.Gt and count >= 1) or (operator is ast.GtE and count >= 2) or (operator is ast.NotEq and count == 1)
 
 
 def _counts_gpus(value: ast.expr) -> bool:
