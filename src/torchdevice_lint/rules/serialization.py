@@ -12,7 +12,10 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import display_only, keyword, keyword_arg, positional
-from .support.examples import CACHE_RETURNING, CACHE_TRIED, EARLY_STOPPING, EARLY_STOPPING_TRAIN, RESUMED, saved_checkpoint
+from .support.examples import (
+    CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, RESUMED, RESUMED_IN_LOOP,
+    saved_checkpoint,
+)
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -26,6 +29,7 @@ from .support.saved_files import (
     read_as_numpy,
     restores_scheduler,
     retried_with_map_location,
+    saved_in_same_loop,
     shipped_on_cpu,
     single_binding,
 )
@@ -190,6 +194,7 @@ class LoadWithoutMapLocation(Rule):
         # exp/exp_main.py:117,172-173, utils/tools.py:52)
         Valid(EARLY_STOPPING_TRAIN, files={"utils/tools.py": EARLY_STOPPING}),
         Valid(CACHE_TRIED), Valid(CACHE_RETURNING),  # caches written where missing
+        Valid(EARLY_STOP_LOOP.format("")),  # the best round's file, saved by earlier rounds
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
         Valid("import os\nimport torch\n\ndef resume(scheduler, path):\n    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))\n"),
         # None only where CUDA is there
@@ -220,6 +225,7 @@ class LoadWithoutMapLocation(Rule):
             fixed='from torch import load\n\ndef restore(model, path):\n    ckpt = load(\n        path,\n        map_location="cpu",\n    )\n    model.load_state_dict(ckpt)\n',
         ),
         Invalid(RESUMED.format(""), fixed=RESUMED.format(', map_location="cpu"')),  # resumed, then overwritten
+        Invalid(RESUMED_IN_LOOP.format(""), fixed=RESUMED_IN_LOOP.format(', map_location="cpu"')),
         # the saver's file, loaded by a function that built none: an earlier (GPU) run wrote it
         Invalid(
             "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",
@@ -420,14 +426,14 @@ class LoadWithoutMapLocation(Rule):
 
     def _written_by_this_program(self, keys: FrozenSet[str]) -> bool:
         """A file this program saves holds what it produced: on this machine when the save
-        ran earlier in the same function (the best model reloaded at the end of training) or
-        writes a cache the load finds missing, and CPU tensors anywhere when the saved value is
+        ran earlier in the same function (the best model reloaded at the end of training) or in
+        an earlier round of a loop the reload ends, or writes a cache the load finds missing, and CPU tensors anywhere when the saved value is
         ``.cpu()``. A checkpoint saved in another function
         (``--resume``) may come from a GPU machine: still reported."""
         scope, branches = self._scope(), branches_of(self.ctx.stack)
         if any(where == scope and keys & saved and not exclusive(branches, taken) for where, saved, taken in self._saves_above):
             return True
-        if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname):
+        if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname) or saved_in_same_loop(self.ctx.stack, keys, self.ctx.qualname):
             return True
         if self._saved_files is None:
             self._saved_files = SavedFiles(self.ctx)

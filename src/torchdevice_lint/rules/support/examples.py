@@ -180,3 +180,15 @@ RESUMED = (
     "import os\nimport torch\n\ndef train(model, path):\n    if os.path.exists(path):\n        model.load_state_dict(torch.load(path{}))\n"
     "    fit(model)\n    torch.save(model.state_dict(), path)\n"
 )
+#: An early stop that reloads the best round's checkpoint, written by earlier rounds of the loop
+#: (twitter-research/tgn@d55bbe6 train_self_supervised.py:293-302), and a resume the loop goes on from.
+EARLY_STOP_LOOP = (
+    "import torch\n\ndef train(net, stopper, epochs):\n    for epoch in range(epochs):\n        if stopper.stop():\n"
+    "            net.load_state_dict(torch.load(checkpoint_path(stopper.best){}))\n            break\n"
+    "        else:\n            torch.save(net.state_dict(), checkpoint_path(epoch))\n"
+)
+RESUMED_IN_LOOP = (
+    "import torch\n\ndef train(net, folds, resume):\n    for fold in range(folds):\n        if resume:\n"
+    "            net.load_state_dict(torch.load(checkpoint_path(fold){}))\n        fit(net)\n"
+    "        torch.save(net.state_dict(), checkpoint_path(fold))\n"
+)

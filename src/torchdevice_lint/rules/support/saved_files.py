@@ -27,14 +27,19 @@ SAVERS = {"torch.save", "torch.jit.save"}
 #: A string literal that names a file: ``"model.ckpt"``, ``'trainfeat.pth'``, or a family of
 #: files: ``'{}.pkl'.format(epoch)``, ``f"{epoch}.pkl"`` (placeholders written ``{}``).
 _FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
+#: Builtins and path classes that build any path: no family of files.
+_GENERIC_PATHS = frozenset({"str", "open", "Path", "PurePath", "join", "format", "print"})
 #: Existence checks: ``os.path.isfile(p)``, ``os.path.exists(p)``, ``p.is_file()``, ``p.exists()``.
 _EXISTENCE_CHECKS = {"isfile", "exists", "is_file"}
 
 
 def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
-    """What identifies the file a path expression names: its code without spaces, and the
-    file names written in it (``os.path.join(args.dump, "feat.pth")`` -> ``feat.pth``)."""
+    """What identifies the file a path expression names: its code without spaces, the file
+    names written in it (``os.path.join(args.dump, "feat.pth")`` -> ``feat.pth``), and the
+    project function that builds it (``get_checkpoint_path(epoch)`` -> ``get_checkpoint_path()``)."""
     keys = {re.sub(r"\s+", "", source_of(path))}
+    if isinstance(path, cst.Call) and isinstance(path.func, cst.Name) and path.func.value not in _GENERIC_PATHS:
+        keys.add(f"{path.func.value}()")
     for literal in _nodes_of(path, cst.SimpleString, cst.FormattedString):
         value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
         if isinstance(value, str):
@@ -148,6 +153,22 @@ def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
         elif isinstance(node, cst.Try) and inner is node.body and node.handlers:
             if not any(guards.terminates(handler.body) for handler in node.handlers) and _saves_in(_statements_after(stack, index), keys, qualname):
                 return True
+    return False
+
+
+def saved_in_same_loop(stack, keys: FrozenSet[str], qualname) -> bool:
+    """``for epoch ...: if stopper.stop(): net.load_state_dict(torch.load(path(stopper.best)));
+    break`` with ``torch.save(..., path(epoch))`` in the same loop: a reload that ends the loop
+    reads what its earlier rounds wrote on this machine (twitter-research/tgn@d55bbe6
+    train_self_supervised.py:293-302). A load that goes on with the loop (a resume) may not."""
+    ends_loop = False
+    for node in reversed(stack):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False
+        if isinstance(node, (cst.For, cst.While)):
+            return ends_loop and bool(_saves_in(node.body, keys, qualname))
+        if isinstance(node, cst.IndentedBlock) and not ends_loop:
+            ends_loop = guards.terminates(node)
     return False
 
 
