@@ -276,9 +276,17 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> Op
     return None
 
 
+#: What ``saving_classes`` holds for a class that saves to a path it is given (``self.ckpt``).
+GIVEN_PATH = "*"
+
+
 def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: ModuleFacts) -> None:
-    """The file names a method's ``torch.save`` writes, directly or through a name it binds."""
+    """The file names a method's ``torch.save`` writes, directly or through a name it binds;
+    ``GIVEN_PATH`` where the path is an attribute or an argument (thunlp/OpenNRE@d6a2c6c
+    opennre/framework/sentence_re.py:94,138 saves to ``self.ckpt``)."""
     names = _bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
+    if not names and (type(path) is ast.Name or (type(path) is ast.Attribute and type(path.value) is ast.Name)):
+        names = [GIVEN_PATH]
     if names:
         saved = facts.saving_classes.setdefault(class_name, [])
         saved.extend(name for name in names if name not in saved)

@@ -9,12 +9,13 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Resolved
 from ..model.fixes import Applicability
+from ..project.facts import GIVEN_PATH
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import display_only, keyword, keyword_arg, positional
 from .support.examples import (
-    CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, RESUMED, RESUMED_IN_LOOP,
-    saved_checkpoint,
+    CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
+    RESUMED_IN_LOOP, saved_checkpoint,
 )
 from .support.saved_files import (
     LOADERS,
@@ -96,10 +97,7 @@ class LoadWithoutMapLocation(Rule):
             "    return torch.load('./{}/best_pred_run{}.pt'.format(args.kd_dir, run))\n"
         ),
         # `torch` here is the file's own import, not the one the star import brings
-        Valid(
-            'from utils import *\nimport safetensors.torch as torch\nstate = torch.load("model.pt")\n',
-            files={"utils.py": "import torch\n"},
-        ),
+        Valid('from utils import *\nimport safetensors.torch as torch\nstate = torch.load("model.pt")\n', files={"utils.py": "import torch\n"}),
         Valid('import torch\nstate = torch.load("model.pt", device)\n'),
         Valid("import torch\nstate = torch.load(path, **load_kwargs)\n"),
         Valid("import pickle\nstate = pickle.load(handle)\nimport json\ncfg = json.load(handle)\n"),
@@ -126,10 +124,7 @@ class LoadWithoutMapLocation(Rule):
             "        with open(os.path.join(root, 'train.pt'), 'wb') as f:\n            torch.save((data, labels), f)\n"
         ),
         # the data files of a Dataset: a DataLoader serves CPU tensors only
-        Valid(
-            "import torch\n\nclass ExpertDataset(torch.utils.data.Dataset):\n"
-            "    def __init__(self, file_name):\n        self.trajectories = torch.load(file_name)\n"
-        ),
+        Valid("import torch\n\nclass ExpertDataset(torch.utils.data.Dataset):\n    def __init__(self, file_name):\n        self.trajectories = torch.load(file_name)\n"),
         # rampasek/GraphGPS@2801570 voc_superpixels.py:95: what a PyG dataset's process() collated
         Valid(
             "import torch\nfrom torch_geometric.data import InMemoryDataset\n\nclass Superpixels(InMemoryDataset):\n"
@@ -193,6 +188,7 @@ class LoadWithoutMapLocation(Rule):
         # the best model a saver built here wrote during training (thuml/Autoformer@51c7d41
         # exp/exp_main.py:117,172-173, utils/tools.py:52)
         Valid(EARLY_STOPPING_TRAIN, files={"utils/tools.py": EARLY_STOPPING}),
+        Valid(FRAMEWORK_SCRIPT, files={"framework.py": FRAMEWORK}),  # ... or told where to save
         Valid(CACHE_TRIED), Valid(CACHE_RETURNING),  # caches written where missing
         Valid(EARLY_STOP_LOOP.format("")),  # the best round's file, saved by earlier rounds
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
@@ -353,7 +349,7 @@ class LoadWithoutMapLocation(Rule):
             codes = self._saving_functions[node.func.value]
             self._add_save(codes, codes)
         elif self.ctx.project.saving_classes and last_name(node.func) in self.ctx.project.saving_classes:
-            files = self.ctx.project.saving_classes[last_name(node.func)]  # a saver built here (EarlyStopping)
+            files = self._built_saver_files(node)  # a saver built here: what it writes counts as saved
             self._add_save(files, files)
         if self.ctx.guarded or name not in LOADERS or not node.args or any(arg.star for arg in node.args):
             return
@@ -445,6 +441,13 @@ class LoadWithoutMapLocation(Rule):
         if function is not None:
             name = function.name.value
             self._saving_functions[name] = self._saving_functions.get(name, frozenset()) | codes
+
+    def _built_saver_files(self, construction: cst.Call) -> FrozenSet[str]:
+        """The files a saver built here writes (``EarlyStopping()``: ``checkpoint.pth``), and the
+        paths handed to one that saves where it is told (``SentenceRE(..., ckpt=ckpt)``)."""
+        files = self.ctx.project.saving_classes[last_name(construction.func)]
+        given = frozenset().union(*(self._file_keys(arg.value) for arg in construction.args)) if GIVEN_PATH in files else frozenset()
+        return frozenset(files) - {GIVEN_PATH} | given
 
     def _scope(self) -> Optional[int]:
         function = self.ctx.enclosing_function()

@@ -192,3 +192,14 @@ RESUMED_IN_LOOP = (
     "            net.load_state_dict(torch.load(checkpoint_path(fold){}))\n        fit(net)\n"
     "        torch.save(net.state_dict(), checkpoint_path(fold))\n"
 )
+#: A training framework that saves where it is told, built with the path the script then loads
+#: (thunlp/OpenNRE@d6a2c6c example/train_supervised_cnn.py:129-147, opennre/framework/sentence_re.py:94,138).
+FRAMEWORK = (
+    "import torch\n\nclass SentenceRE:\n    def __init__(self, model, ckpt):\n        self.model, self.ckpt = model, ckpt\n\n"
+    "    def train_model(self):\n        torch.save({'state_dict': self.model.state_dict()}, self.ckpt)\n"
+)
+FRAMEWORK_SCRIPT = (
+    "import torch\nfrom framework import SentenceRE\n\nckpt = 'ckpt/{}.pth.tar'.format(args.ckpt)\n"
+    "framework = SentenceRE(model, ckpt=ckpt)\nif not args.only_test:\n    framework.train_model()\n"
+    "framework.model.load_state_dict(torch.load(ckpt)['state_dict'])\n"
+)
