@@ -109,3 +109,19 @@ def test_a_worker_spawned_only_for_several_processes_is_judged_guarded(tmp_path)
     assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format("> 1")}, "launch.py") == []
     assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format("> 1")}) == []
     assert codes(tmp_path, {"utils.py": HELPER, "launch.py": LAUNCH.format(">= 1")}, "launch.py") == ["TDV301"]
+
+
+def test_a_method_of_a_model_named_like_the_worker_does_not_call_it(tmp_path):
+    """jaywalnut310/glow-tts@13e9b9e train.py:95-99, init.py:40-46: ``generator.train()`` of a model
+    built here (or a parameter, inside ``train`` itself) is ``nn.Module.train``, not the worker's
+    ``train``."""
+    worker = (
+        "import torch\nimport torch.multiprocessing as mp\n\n\ndef main():\n    n_gpus = torch.cuda.device_count()\n"
+        "    mp.spawn(run, nprocs=n_gpus)\n\n\ndef run(rank):\n    train(rank, Net())\n\n\n"
+        "def train(rank, generator):\n    generator.train()\n    torch.randn(2).cuda(rank)\n"
+    )
+    init = "from models import Net\n\n\ndef main():\n    generator = Net().cuda()\n    generator.train()\n"
+    models = "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    assert codes(tmp_path, {"train.py": worker, "models.py": models}, "train.py") == []
+    assert codes(tmp_path, {"train.py": worker, "init.py": init, "models.py": models}, "train.py") == []
+    assert codes(tmp_path, {"train.py": worker, "other.py": "import train\ntrain.train(0, None)\n"}, "train.py") == ["TDV101"]

@@ -30,6 +30,10 @@ Span = Tuple[int, int]
 Definition = Tuple[str, str]
 
 
+#: Module methods that return the module itself.
+_RETURNING_ITSELF = frozenset({"cuda", "cpu", "to", "train", "eval", "float", "double", "half", "requires_grad_"})
+
+
 class ContextReader:
     """What the module's walk hands over for the calls' context: its ``if`` statements, the
     names bound to a device test or to a new instance, the parameters, the ``spawn`` calls."""
@@ -48,6 +52,8 @@ class ContextReader:
             return
         name = target.id
         self._device_tests[name] = self._device_tests.get(name, True) and _tests_device(value)
+        while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _RETURNING_ITSELF:
+            value = value.func.value  # ``FlowGenerator(...).cuda()`` is the instance built
         built = last_name(value.func) if type(value) is ast.Call else None
         known = self._instances.get(name, set())
         self._instances[name] = known | {built} if known is not None and built and built[:1].isupper() else None
@@ -201,12 +207,14 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
     its call sites ``((calling module, caller), guarded)``: every call that may reach it (its
     name from an unknown origin, from a module of its module's name, or its own module's). A
     worker started once per GPU is one too, its start (which passes it as a value) a guarded
-    call; its other calls (``main_worker(args.gpu, ...)`` without ``spawn``) count as any call."""
+    call; its other calls (``main_worker(args.gpu, ...)`` without ``spawn``) count as any call.
+    A definition whose only calls are methods of instances or its own is a candidate with none."""
     by_name: Dict[str, List[Tuple[str, list]]] = {}
     for path, calls in modules.items():
         for key, records in calls.sites.items():
             by_name.setdefault(key.partition("@")[0], []).append((path, [key.partition("@")[2], records]))
     escaped: Set[str] = {key for calls in modules.values() for key in calls.escaped}
+    classes = {name.partition(".")[0] for calls in modules.values() for name in calls.definitions if "." in name}
     candidates: Dict[Definition, List[tuple]] = {}
     for path, calls in modules.items():
         stem = stems[path]
@@ -220,7 +228,12 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
                     continue  # another module's namesake
                 if origin == OWN and caller_path != path:
                     continue
-                sites.extend(((caller_path, record.caller), record.guarded) for record in records)
+                sites.extend(
+                    ((caller_path, record.caller), record.guarded) for record in records
+                    # a method of an instance of a project class (``generator.train()``) reaches no
+                    # top-level definition, and a call from the definition itself does not reach it
+                    if not (record.receivers and set(record.receivers) <= classes) and not (caller_path == path and record.caller == name)
+                )
             if sites or worker:
                 candidates[(path, name)] = sites
     return candidates
