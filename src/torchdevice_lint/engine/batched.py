@@ -21,7 +21,7 @@ from ..knowledge.flags import mentions_availability
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
-from ..syntax.cst_nodes import child_blocks, dotted_name, string_value
+from ..syntax.cst_nodes import child_blocks, dotted_name, last_name, string_value
 from ..syntax.cst_walk import LEAF_TYPES, TRIVIA_TYPES, walk
 from ..syntax.positions import node_positions
 from . import noqa
@@ -170,6 +170,16 @@ class _BatchedPass(cst.CSTVisitor):
             if sign != guards.NEUTRAL:
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
+    def _loop(self, node: cst.For) -> None:
+        """``for i in range(torch.cuda.device_count()):`` runs its body once per GPU: never without one."""
+        counted = node.iter
+        if (
+            isinstance(counted, cst.Call) and isinstance(counted.func, cst.Name) and counted.func.value == "range"
+            and len(counted.args) == 1 and isinstance(counted.args[0].value, cst.Call)
+            and last_name(counted.args[0].value.func) == "device_count"
+        ):
+            self._guard(node.body)
+
     def _boolean(self, node: cst.BooleanOperation) -> None:
         sign = self.ctx.classify(node.left)
         if sign == (guards.POSITIVE if isinstance(node.operator, cst.And) else guards.NEGATIVE):
@@ -221,6 +231,7 @@ _CONTEXT_HOOKS = {
     cst.If: _BatchedPass._conditional,
     cst.IfExp: _BatchedPass._conditional,
     cst.BooleanOperation: _BatchedPass._boolean,
+    cst.For: _BatchedPass._loop,
     cst.IndentedBlock: _BatchedPass._block,
     cst.Module: _BatchedPass._block,
 }

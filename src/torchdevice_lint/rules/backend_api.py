@@ -138,6 +138,8 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\n\ndef timer(closure, log_timings=True):\n    log_timings = log_timings and torch.cuda.is_available()\n    if log_timings:\n        torch.cuda.synchronize()\n"),
         Valid("import torch\ndevice = torch.accelerator.current_accelerator()\nn = torch.accelerator.device_count()\n"),
         Valid("import torch\ntorch.cuda.empty_cache()\ntorch.cuda.manual_seed(0)\n"),
+        # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
+        Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
         Valid("from numba import cuda\ncuda.synchronize()\n"),
         Valid("import torch\n\ndef t(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n"),
         Valid(

@@ -53,6 +53,7 @@ class CudaMethodCall(Rule):
         Valid("def main(args, model):\n    if args.cuda:\n        model.cuda()\n"),
         Valid("print(args.cuda)\nuse = args.cuda and True\n"),
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
+        Valid("class EdgeConnect:\n    def cuda(self, *args):\n        return (item.to(self.device) for item in args)\n\n    def train(self, items):\n        images, masks = self.cuda(*items)\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         # only where the graph is on a GPU already (THUDM/GCC@20398aa gcc/models/graph_encoder.py:155)
         Valid('import torch\n\ndef f(g, x):\n    if g.device != torch.device("cpu"):\n        x = x.cuda(g.device)\n    return x\n'),

@@ -270,6 +270,8 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
         return  # a module or class attribute (``numba.cuda(...)``), not a tensor method
     if _holds_nothing_to_move(rule.ctx, receiver):
         return  # ``nn.CrossEntropyLoss().cuda()``, ``loss = ProjectLoss()``: nothing to move, it never raises
+    if _own_method(rule.ctx, receiver, node.func.attr.value):
+        return  # ``self.cuda(*items)`` of a plain class that defines ``cuda`` (its own code is judged)
     method = node.func.attr.value
     if any(arg.star for arg in node.args):
         rule.report(node, message, display_only(rule, f"Replace `.{method}(...)` with `.to(device, ...)`"))
@@ -307,6 +309,18 @@ def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
     made = [value for value in ctx.assigned_values(scope).get(name, ()) if not _moved_itself(value, name)]
     arms = [arm for value in made for arm in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
     return bool(arms) and all(isinstance(arm, cst.Call) and _parameterless(ctx, arm) for arm in arms)
+
+
+def _own_method(ctx, receiver: cst.BaseExpression, method: str) -> bool:
+    """``self.<method>(...)`` in a class with no base that defines ``method`` itself
+    (knazeri/edge-connect@3142579 src/edge_connect.py:102,408: ``def cuda(self, *args)`` moves
+    to the configured device): no tensor's or module's method is called."""
+    if not (isinstance(receiver, cst.Name) and receiver.value == "self"):
+        return False
+    klass = next((scope for scope in reversed(ctx.scopes) if isinstance(scope, cst.ClassDef)), None)
+    if klass is None or any(last_name(base.value) != "object" for base in klass.bases):
+        return False
+    return any(isinstance(statement, cst.FunctionDef) and statement.name.value == method for statement in klass.body.body)
 
 
 def _parameter_names(params: cst.Parameters) -> set:
