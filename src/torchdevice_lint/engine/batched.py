@@ -205,7 +205,12 @@ class _BatchedPass(cst.CSTVisitor):
                     exits = self.ctx.classify(statement.test) == guards.NEGATIVE and not guards.refuses(statement.body)
                     distributed = not exits and distributed_code.distributed(statement.test) == guards.NEGATIVE
             elif type(statement) is cst.If:
-                distributed = distributed_code.other_branches_exit(statement)
+                # ``if not torch.cuda.is_available(): return`` then ``elif``/``else``: past it, CUDA is there
+                exits = (
+                    guards.terminates(statement.body) and self.ctx.classify(statement.test) == guards.NEGATIVE
+                    and not guards.refuses(statement.body)
+                )
+                distributed = not exits and distributed_code.other_branches_exit(statement)
             elif type(statement) is cst.SimpleStatementLine:
                 exits = any(
                     type(small) is cst.Assert

@@ -138,6 +138,9 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\n\ndef timer(closure, log_timings=True):\n    log_timings = log_timings and torch.cuda.is_available()\n    if log_timings:\n        torch.cuda.synchronize()\n"),
         Valid("import torch\ndevice = torch.accelerator.current_accelerator()\nn = torch.accelerator.device_count()\n"),
         Valid("import torch\ntorch.cuda.empty_cache()\ntorch.cuda.manual_seed(0)\n"),
+        # past a return where CUDA is missing, whatever the other branches do (FoundationVision/VAR@78b9539 dist.py:22-32)
+        Valid("import os\nimport torch\n\ndef initialize():\n    if not torch.cuda.is_available():\n        return\n    elif 'RANK' not in os.environ:\n"
+              "        torch.cuda.set_device(0)\n        return\n    torch.cuda.set_device(int(os.environ['RANK']) % torch.cuda.device_count())\n"),
         # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
         Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
         Valid("from numba import cuda\ncuda.synchronize()\n"),
