@@ -42,7 +42,7 @@ from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
 from ..project import calls as project_calls
 from ..project.facts import ModuleFacts
-from ..project.kernels import well_formed as kernels_well_formed
+from ..project.kernel_code import well_formed as kernels_well_formed
 from ..project.model import FactsCache, Projects
 from ..rules import all_rules
 

@@ -285,8 +285,12 @@ def analyze_module(
         positions = node_positions(module, [(raw.node, raw.ancestors) for raw in findings], ctx.python_tree())
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
         cuda_only = project.cuda_only_lines(path)
-        if cuda_only:
-            findings = [raw for raw in findings if not (raw.rule.hazard_without_cuda and _within(positions[raw.node], cuda_only))]
+        if cuda_only:  # code that only drives a CUDA-only kernel; its decorators run at import all the same
+            findings = [
+                raw for raw in findings
+                if not (raw.rule.hazard_without_cuda and _within(positions[raw.node], cuda_only))
+                or any(type(ancestor) is cst.Decorator for ancestor in raw.ancestors)
+            ]
     unused_rule = next((rule for rule in rule_classes if rule.code == noqa.UNUSED_NOQA), None)
     unused = suppressions.unused(source) if unused_rule else []
     return Analysis(module, ctx, findings, positions, unused_noqa=[(unused_rule, d) for d in unused])

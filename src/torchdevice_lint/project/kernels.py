@@ -12,9 +12,10 @@ and its callers are judged as usual. A CUDA build beside a CPU build is CUDA-onl
 module builds it unconditionally (``psamask_gpu`` under ``if torch.cuda.is_available():`` is a choice).
 
 Each module contributes plain data, cached by content hash with its other facts: the builds it
-makes, the modules it imports (other than the standard library's and the big libraries'), the
-functions, methods and autograd Functions that call into an imported module, and whether it
-tests for the CPU.
+makes, the modules it imports (other than the standard library's and the big libraries', and
+functions that import one and return it: a lazy getter), the functions, methods and autograd
+Functions that call into an imported module, and whether it tests for the CPU. ``kernel_code.py``
+combines them for the project.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ from __future__ import annotations
 import ast
 import sys
 from functools import cached_property, lru_cache
-from pathlib import PurePath
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..knowledge.cst_guards import NVIDIA_ONLY_PACKAGES
 from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
@@ -104,7 +103,11 @@ class KernelReader:
             # votenet@2f6d6d3 pointnet2/pointnet2_utils.py:25): the module needs the kernel
             for inner in statement.body:
                 self._read_binding(inner, guarded)
-        elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(statement, ast.FunctionDef):
+            imported = _returned_import(statement)
+            if imported is not None:
+                self._import(statement.name, imported, guarded)  # ``get_backend()`` returns the kernel
+        elif not isinstance(statement, (ast.AsyncFunctionDef, ast.ClassDef)):
             for block in child_blocks(statement):
                 for inner in block:
                     self._read_binding(inner, guarded=True)
@@ -201,6 +204,8 @@ class KernelReader:
         if scope is not None and self.imports:
             while type(func) is ast.Attribute:
                 func = func.value
+            if type(func) is ast.Call:  # ``get_backend().near_far_from_aabb(...)``
+                func = func.func
             if type(func) is ast.Name and func.id in self.imports and func.id not in scope[2]:
                 scope[2].append(func.id)
 
@@ -248,8 +253,10 @@ class KernelReader:
     def read_test(self, condition: ast.AST) -> None:
         """A condition (``if``, ``x if test else y``) that sends the CPU elsewhere:
         ``x.device.type == "cpu"``, ``x.is_cuda``, ``torch.cuda.is_available()``; not one that
-        only refuses it (``if not x.is_cuda: raise NotImplementedError``)."""
-        if self.tests_cpu or _refuses(condition):
+        only refuses it (``if not x.is_cuda: raise NotImplementedError``) or moves it to CUDA
+        (``if not rays_o.is_cuda: rays_o = rays_o.cuda()``, ashawkey/stable-dreamfusion@5550b91
+        raymarching/raymarching.py:46)."""
+        if self.tests_cpu or _refuses(condition) or _moves_to_cuda(condition):
             return
         for node in nodes_below(condition.test):
             if isinstance(node, ast.Constant) and node.value in ("cpu", "cuda"):
@@ -274,6 +281,38 @@ def _refuses(condition: ast.AST) -> bool:
     """An ``if`` one branch of which only raises: the other is the only way on."""
     return isinstance(condition, ast.If) and any(
         len(branch) == 1 and isinstance(branch[0], ast.Raise) for branch in (condition.body, condition.orelse)
+    )
+
+
+def _returned_import(function: ast.FunctionDef) -> Optional[str]:
+    """What a function that imports a module and returns it names (a lazy kernel getter:
+    ashawkey/stable-dreamfusion@5550b91 raymarching/raymarching.py:14-24, ``import _raymarching as
+    _backend`` or ``from .backend import _backend``, kept in a global and returned)."""
+    imported: Dict[str, str] = {}
+    kept: Dict[str, str] = {}
+    returned: List[str] = []
+    for node in nodes_below(function):
+        if isinstance(node, ast.Import):  # the first import of a name (the ``try`` body's) is kept
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            prefix = "." * node.level + (f"{node.module}." if node.module else "")
+            for alias in node.names:
+                imported.setdefault(alias.asname or alias.name, prefix + alias.name)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name):
+            kept[node.targets[0].id] = node.value.id
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            returned.append(node.value.id)
+    names = [imported.get(kept.get(name, name)) for name in returned]
+    return names[0] if names and None not in names and names[0].lstrip(".").split(".")[0] not in LIBRARIES else None
+
+
+def _moves_to_cuda(condition: ast.AST) -> bool:
+    """An ``if`` without ``else`` whose body only moves values with ``.cuda()``."""
+    return isinstance(condition, ast.If) and not condition.orelse and all(
+        isinstance(statement, (ast.Assign, ast.Expr)) and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute) and statement.value.func.attr == "cuda"
+        for statement in condition.body
     )
 
 
@@ -318,52 +357,6 @@ def _unconditional_value(name: str, body: Iterable[ast.stmt]) -> Optional[ast.ex
     return value
 
 
-def well_formed(kernels: object) -> bool:
-    """Whether stored kernel facts have the shape ``KernelReader.facts`` gives them."""
-    if kernels == {}:
-        return True
-    if not isinstance(kernels, dict) or set(kernels) != {"builds", "imports", "scopes", "tests_cpu", "end"}:
-        return False
-    builds, imports, scopes = kernels["builds"], kernels["imports"], kernels["scopes"]
-    return (
-        isinstance(builds, list) and all(_shaped(build, (str, bool, int, int, int)) for build in builds)
-        and isinstance(imports, dict) and all(isinstance(local, str) and _shaped(bound, (str, bool)) for local, bound in imports.items())
-        and isinstance(scopes, list) and all(_shaped(scope, (int, int, list)) and all(isinstance(n, str) for n in scope[2]) for scope in scopes)
-        and isinstance(kernels["tests_cpu"], bool) and isinstance(kernels["end"], int)
-    )
-
-
-def _shaped(value: object, kinds: tuple) -> bool:
-    return isinstance(value, list) and len(value) == len(kinds) and all(isinstance(part, kind) for part, kind in zip(value, kinds))
-
-
-def short_name(dotted: str) -> str:
-    """``pkg._C`` and ``._C`` -> ``_C``: the name the rule reports a kernel by."""
-    return dotted.rsplit(".", 1)[-1]
-
-
-def kernel_key(built: str) -> str:
-    """What a build names its module (``_ext.dcn_v2``, ``fused_ops``), leading dots aside."""
-    return built.lstrip(".")
-
-
-def names_kernel(dotted: str, kernel: str) -> bool:
-    """Whether an import (``._ext.dcn_v2``, ``pkg._C``, ``._C``) names the kernel a build makes:
-    the same last name and, where the build names its package (``_ext.dcn_v2``), the same
-    package or a relative import from it (``from . import _C``): ``import dcn_v2`` is the
-    project's own module beside the ``_ext.dcn_v2`` kernel."""
-    head = dotted.rpartition(".")[0]
-    if head.strip(".") and head.rsplit(".", 1)[-1] == kernel.rsplit(".", 1)[-1] and names_kernel(head, kernel):
-        return True  # a name taken from the kernel (autonomousvision/occupancy_networks@406f794 ``from ._cuda_ext import f``)
-    parts, wanted = dotted.split("."), kernel.split(".")
-    if parts[-1] != wanted[-1]:
-        return False
-    if len(wanted) == 1:
-        return True
-    before = [part for part in parts[:-1] if part]
-    return before[-1] == wanted[-2] if before else dotted.startswith(".")
-
-
 def _reraises(handler: ast.ExceptHandler) -> bool:
     """Whether an ``except`` block raises, at most after messages or behind a bare ``if`` (a
     flag only ``setup.py`` sets): what follows the ``try`` never runs without what it imports."""
@@ -371,125 +364,3 @@ def _reraises(handler: ast.ExceptHandler) -> bool:
     last = body[-1]
     raises = type(last) is ast.Raise or (type(last) is ast.If and not last.orelse and type(last.body[-1]) is ast.Raise)
     return raises and all(type(statement) in (ast.Expr, ast.Pass) for statement in body[:-1])
-
-
-class CudaOnlyCode:
-    """A project's CUDA-only kernels and the code that exists only to drive them: ``spans`` (the
-    lines of that code by module path) and ``builds`` (for each module that builds such a
-    kernel: its name -> [lines that depend on it, files they are in])."""
-
-    def __init__(self, modules: Mapping[str, dict]) -> None:
-        self.builds: Dict[str, Dict[str, list]] = {}
-        # a module that imports TensorRT (or another NVIDIA-only package) unconditionally
-        self.spans: Dict[str, Tuple[Span, ...]] = {
-            path: ((1, facts["end"]),) for path, facts in modules.items()
-            if facts and any(not guarded and dotted.split(".")[0] in NVIDIA_ONLY_PACKAGES for dotted, guarded in facts["imports"].values())
-        }
-        kernels = _cuda_only_kernels(modules)
-        if not kernels:
-            return
-        users = {path: _uses(facts, kernels) for path, facts in modules.items() if facts}
-        kernels -= {kernel for path, used in users.items() if modules[path]["tests_cpu"] for kernel in used}
-        driving: Dict[str, Dict[str, List[Span]]] = {kernel: {} for kernel in kernels}
-        whole: Dict[str, str] = {}  # module stem -> the kernel it cannot be imported without
-        for path, used in users.items():
-            for kernel, locals_ in used.items():
-                if kernel in kernels:
-                    spans = _driving_spans(modules[path], locals_)
-                    driving[kernel].setdefault(path, []).extend(spans)
-                    if spans == [(1, modules[path]["end"])]:
-                        whole[_module_name(path)] = kernel
-        for path, facts in modules.items():
-            kernel = _tested_kernel(path, facts, whole) if path not in users or not users[path] else None
-            if kernel is not None:
-                driving[kernel].setdefault(path, []).append((1, facts["end"]))
-        merged: Dict[str, List[Span]] = {}
-        for kernel, spans_by_path in driving.items():
-            joined = {path: _merged(spans) for path, spans in spans_by_path.items()}
-            lines = sum(last - first + 1 for spans in joined.values() for first, last in spans)
-            for path, spans in joined.items():
-                merged.setdefault(path, []).extend(spans)
-            for path, facts in modules.items():
-                for name, cuda, _, first, last in facts.get("builds", ()) if lines else ():
-                    if cuda and kernel_key(name) == kernel:
-                        self.builds.setdefault(path, {})[short_name(kernel)] = [lines, len(joined)]
-                        # the build's own statement (a refusal beside it, a capability query) is CUDA's too
-                        merged.setdefault(path, []).append((first, last))
-        for path, spans in self.spans.items():
-            merged.setdefault(path, []).extend(spans)
-        self.spans = {path: tuple(_merged(spans)) for path, spans in merged.items()}
-
-
-def _cuda_only_kernels(modules: Mapping[str, dict]) -> Set[str]:
-    """The kernels built from CUDA sources only: no CPU build of the name in the project, nor a
-    CPU build in the module that builds it where that module chooses by what the machine has
-    (``psamask_cpu`` beside ``psamask_gpu`` under ``if torch.cuda.is_available():``), and no
-    module of the project an import of that name finds (a wrapper ``correlation.py`` beside a
-    ``correlation`` kernel could not be told from it)."""
-    cuda, cpu = set(), set()
-    for facts in modules.values():
-        builds = facts.get("builds", ())
-        chosen = facts.get("tests_cpu") and any(not build[1] for build in builds)
-        for name, built_for_cuda, *_ in builds:
-            (cuda if built_for_cuda and not chosen else cpu).add(kernel_key(name))
-    return {kernel for kernel in cuda - cpu if not any(_shadows(path, kernel) for path in modules)}
-
-
-def _shadows(path: str, kernel: str) -> bool:
-    """Whether the module at ``path`` is what an import of the kernel's name finds."""
-    file, wanted = PurePath(path), kernel.split(".")
-    return file.stem == wanted[-1] and (len(wanted) == 1 or file.parent.name == wanted[-2])
-
-
-def _uses(facts: dict, kernels: Set[str]) -> Dict[str, List[str]]:
-    """Kernel -> the module's local names bound to it."""
-    used: Dict[str, List[str]] = {}
-    for local, (dotted, _) in facts["imports"].items():
-        for kernel in kernels:
-            if names_kernel(dotted, kernel):
-                used.setdefault(kernel, []).append(local)
-    return used
-
-
-def _driving_spans(facts: dict, locals_: Iterable[str]) -> List[Span]:
-    """The whole module where it binds the kernel unconditionally (it cannot be imported without
-    it), else the functions, methods and autograd Functions that call into it."""
-    locals_ = list(locals_)
-    if any(not facts["imports"][local][1] for local in locals_):
-        return [(1, facts["end"])]
-    return [(first, last) for first, last, receivers in facts["scopes"] if any(local in receivers for local in locals_)]
-
-
-def _module_name(path: str) -> str:
-    """What an import names the module at ``path`` by: a package's ``__init__.py`` by its folder
-    (Pang-Yatian/Point-MAE@7445a68 extensions/chamfer_dist/test.py:20 imports the package)."""
-    file = PurePath(path)
-    return file.parent.name if file.stem == "__init__" else file.stem
-
-
-def _is_test(path: str) -> bool:
-    """A module of tests, by its file name or its folder's."""
-    file = PurePath(path)
-    return file.name.startswith("test") or file.name.endswith("_test.py") or file.parent.name in ("test", "tests")
-
-
-def _tested_kernel(path: str, facts: dict, whole: Mapping[str, str]) -> Optional[str]:
-    """The kernel a test module exists for: it imports, unconditionally, a module that cannot be
-    imported without the kernel (``whole``: by module name)."""
-    if not facts or not whole or not _is_test(path):
-        return None
-    for dotted, guarded in facts["imports"].values():
-        kernel = next((whole[part] for part in dotted.lstrip(".").split(".")[-2:] if part in whole), None)
-        if kernel is not None and not guarded:
-            return kernel
-    return None
-
-
-def _merged(spans: Iterable[Span]) -> List[Span]:
-    joined: List[Span] = []
-    for first, last in sorted(spans):
-        if joined and first <= joined[-1][1] + 1:
-            joined[-1] = (joined[-1][0], max(last, joined[-1][1]))
-        else:
-            joined.append((first, last))
-    return joined

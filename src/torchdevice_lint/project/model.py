@@ -29,7 +29,7 @@ from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
-from .kernels import CudaOnlyCode
+from .kernel_code import CudaOnlyCode
 from .roots import is_project_root
 from .shipped import shipped_files
 from .stateless import parameterless_classes

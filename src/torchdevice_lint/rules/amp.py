@@ -22,6 +22,7 @@ from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import import_aliases, source_of
 from .support.common import display_only, fresh_args, keyword_arg
+from .support.examples import LAZY_KERNEL_FUNCTION
 
 Release = Tuple[int, int]
 
@@ -152,6 +153,11 @@ class CudaAmpApi(Rule):
         ),
     )
     invalid = (
+        # a decorator runs at import, in code that drives a CUDA-only kernel too
+        Invalid(
+            LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", "    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"), files=LAZY_KERNEL_FUNCTION.files,
+            fixed=LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'),
+        ),
         # ... on by default: every run takes it
         Invalid(
             USE_AMP.format("default=True"), files={"run.py": AMP_OPTION.format("default=True")},

@@ -14,8 +14,8 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LOSS_USER, PREPARE_Z_Y,
-    CRITERION_FACTORY, NCE_LOSSES, REBOUND_USE_GPU, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CRITERION_FACTORY, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION,
+    LOSS_USER, NCE_LOSSES, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -85,7 +85,7 @@ class CudaMethodCall(Rule):
         Valid("import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"),
         # every call passes torch.cuda.is_available() as the flag (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:70,149)
         Valid("def neighbours(data, k=10, cuda=True):\n    if cuda:\n        model.cuda()\n", files={"run.py": "import torch\nfrom example import neighbours\nneighbours(data, 10, torch.cuda.is_available())\n"}),
-        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT,  # a CUDA-only kernel's own test: one TDV310 instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         # the project's options: `--cuda` (an integer, 0 by default) parsed in another module

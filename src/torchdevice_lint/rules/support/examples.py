@@ -203,3 +203,13 @@ FRAMEWORK_SCRIPT = (
     "framework = SentenceRE(model, ckpt=ckpt)\nif not args.only_test:\n    framework.train_model()\n"
     "framework.model.load_state_dict(torch.load(ckpt)['state_dict'])\n"
 )
+#: A kernel reached through a lazy getter, whose Function moves its input to CUDA first
+#: (ashawkey/stable-dreamfusion@5550b91 raymarching/raymarching.py:14-47, raymarching/backend.py:32).
+LAZY_KERNEL_FUNCTION = Valid(
+    "import torch\nfrom torch.autograd import Function\n\nBACKEND = None\n\ndef get_backend():\n    global BACKEND\n"
+    "    if BACKEND is None:\n        try:\n            import _raymarching as _backend\n        except ImportError:\n"
+    "            from .backend import _backend\n        BACKEND = _backend\n    return BACKEND\n\n"
+    "class NearFar(Function):\n    @staticmethod\n    def forward(ctx, rays_o):\n        if not rays_o.is_cuda:\n"
+    "            rays_o = rays_o.cuda()\n        return get_backend().near_far_from_aabb(rays_o)\n",
+    files={"backend.py": "from torch.utils.cpp_extension import load\n\n_backend = load(name='_raymarching', sources=['src/raymarching.cu', 'src/bindings.cpp'])\n"},
+)
