@@ -153,16 +153,6 @@ class CudaAmpApi(Rule):
         ),
     )
     invalid = (
-        # a decorator runs at import, in code that drives a CUDA-only kernel too
-        Invalid(
-            LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", "    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"), files=LAZY_KERNEL_FUNCTION.files,
-            fixed=LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'),
-        ),
-        # ... on by default: every run takes it
-        Invalid(
-            USE_AMP.format("default=True"), files={"run.py": AMP_OPTION.format("default=True")},
-            fixed=USE_AMP.format("default=True").replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'),
-        ),
         Invalid(
             "import torch\nwith torch.cuda.amp.autocast():\n    y = model(x)\n",
             fixed='import torch\nwith torch.amp.autocast("cuda"):\n    y = model(x)\n',
@@ -282,6 +272,16 @@ class CudaAmpApi(Rule):
         Invalid(
             "import torch\nscaler = torch.cuda.amp.GradScaler() if use_amp else None\n",
             fixed='import torch\nscaler = torch.amp.GradScaler("cuda") if use_amp else None\n',
+        ),
+        # a decorator runs at import, in code that drives a CUDA-only kernel too
+        Invalid(
+            LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", "    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"), files=LAZY_KERNEL_FUNCTION.files,
+            fixed=LAZY_KERNEL_FUNCTION.code.replace("    @staticmethod\n", '    @staticmethod\n    @torch.amp.custom_fwd(device_type="cuda")\n'),
+        ),
+        # --use_amp on by default: every run takes it
+        Invalid(
+            USE_AMP.format("default=True"), files={"run.py": AMP_OPTION.format("default=True")},
+            fixed=USE_AMP.format("default=True").replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'),
         ),
     )
 
