@@ -147,3 +147,7 @@ def is_parameterless_module(leaf: str, keywords: Sequence[Optional[str]]) -> boo
     if leaf.endswith(("Loss", "CrossEntropy")):  # timm.loss.SoftTargetCrossEntropy too
         return not any(keyword is None or keyword in LOSS_WEIGHT_KEYWORDS for keyword in keywords)
     return False
+
+
+#: Module methods that return the module itself: ``loss = loss.cuda()`` keeps what ``loss`` was.
+RETURNING_ITSELF = frozenset({"cuda", "cpu", "to", "train", "eval", "float", "double", "half", "requires_grad_"})

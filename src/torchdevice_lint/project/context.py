@@ -19,6 +19,7 @@ import ast
 import os
 from typing import Dict, List, Mapping, Optional, Set, Tuple
 
+from ..inference.vocabulary import RETURNING_ITSELF
 from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
 from ..knowledge.cst_distributed import PROCESS_COUNTS
@@ -28,10 +29,6 @@ from .calls import OWN, ModuleCalls
 Span = Tuple[int, int]
 #: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
 Definition = Tuple[str, str]
-
-
-#: Module methods that return the module itself.
-_RETURNING_ITSELF = frozenset({"cuda", "cpu", "to", "train", "eval", "float", "double", "half", "requires_grad_"})
 
 
 class ContextReader:
@@ -52,7 +49,7 @@ class ContextReader:
             return
         name = target.id
         self._device_tests[name] = self._device_tests.get(name, True) and _tests_device(value)
-        while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _RETURNING_ITSELF:
+        while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in RETURNING_ITSELF:
             value = value.func.value  # ``FlowGenerator(...).cuda()`` is the instance built
         built = last_name(value.func) if type(value) is ast.Call else None
         known = self._instances.get(name, set())

@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, FrozenSet, Optional, Tuple
 
 from ...engine.rule import Rule
-from ...inference.vocabulary import is_parameterless_module
+from ...inference.vocabulary import RETURNING_ITSELF, is_parameterless_module
 from ...knowledge import ast_guards
 from ...knowledge.backends import availability_expression
 from ...knowledge.cst_guards import NEGATIVE, POSITIVE
@@ -290,8 +290,6 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     rule.report(node, message, fix)
 
 
-#: Module methods that return the module itself: ``loss = loss.cuda()`` keeps what ``loss`` was.
-_RETURNING_ITSELF = {"cuda", "cpu", "to", "train", "eval", "float", "double", "half", "requires_grad_"}
 
 
 def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
@@ -331,7 +329,7 @@ def _parameter_names(params: cst.Parameters) -> set:
 
 def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
     return (
-        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _RETURNING_ITSELF
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in RETURNING_ITSELF
         and isinstance(value.func.value, cst.Name) and value.func.value.value == name
     )
 
