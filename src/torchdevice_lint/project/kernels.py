@@ -25,7 +25,7 @@ import sys
 from functools import cached_property, lru_cache
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..syntax.ast_nodes import child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import block_statements, child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
 #: The callables that build an extension module (qualified name -> builder).
@@ -291,7 +291,7 @@ def _returned_import(function: ast.FunctionDef) -> Optional[str]:
     imported: Dict[str, str] = {}
     kept: Dict[str, str] = {}
     returned: List[str] = []
-    for node in nodes_below(function):
+    for node in block_statements(function.body):  # statements only: imports, bindings, returns
         if isinstance(node, ast.Import):  # the first import of a name (the ``try`` body's) is kept
             for alias in node.names:
                 imported.setdefault(alias.asname or alias.name.split(".")[0], alias.name if alias.asname else alias.name.split(".")[0])

@@ -4,7 +4,7 @@ in source order, literals, imports."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 #: Fields that never hold a node a walk reads: names and numbers, and the leaves ``ast``
 #: makes for contexts and operators (a third of all nodes; ``ast.iter_child_nodes`` yields them).
@@ -210,3 +210,16 @@ def bound_names(statement: ast.stmt) -> List[str]:
             names.append(node.name)
         stack.extend(ast.iter_child_nodes(node))
     return names
+
+
+def block_statements(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a body and of the blocks in it, not of functions or classes defined
+    there: a walk over statements, far cheaper than one over every node."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for block in ("body", "orelse", "finalbody"):
+            yield from block_statements(getattr(statement, block, []))
+        for handler in getattr(statement, "handlers", []):
+            yield from block_statements(handler.body)
