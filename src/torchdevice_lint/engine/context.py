@@ -260,7 +260,7 @@ class FileContext:
             return guards.NEGATIVE  # its ``else:`` likewise
         if sign == guards.NEUTRAL:
             sign = self.option_values.sign(test, self.enclosing_function())  # ``args.visible_gpus == "-1"``
-        if sign == guards.NEUTRAL and guards.clamped_to_device_count(test, self.enclosing_function(), self.qualname):
+        if sign == guards.NEUTRAL and value_checks.clamped_to_device_count(test, self.enclosing_function(), self.qualname):
             return guards.POSITIVE  # ``n_gpu_use > 0`` once ``n_gpu_use`` is at most ``device_count()``
         return sign
 

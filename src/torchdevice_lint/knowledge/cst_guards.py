@@ -51,7 +51,7 @@ def flag_name_sign(name: str) -> int:
     """``use_cuda``/``args.gpu``/``use_amp`` read as CUDA flags; ``no_cuda``/``cpu_only`` as
     their negation."""
     lowered = name.lower()
-    if CUDA_FEATURE_WORDS.intersection(lowered.split("_")):
+    if _names_cuda_feature(lowered):
         return NEGATIVE if lowered.startswith(("no_", "not_", "disable")) else POSITIVE
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
@@ -60,6 +60,11 @@ def flag_name_sign(name: str) -> int:
     if lowered.startswith(("no_", "not_", "disable", "without_")) or "no_cuda" in lowered:
         return NEGATIVE
     return POSITIVE
+
+
+def _names_cuda_feature(name: str) -> bool:
+    """Whether a flag's name says it turns on a CUDA-only feature (``use_amp``, ``fp16``)."""
+    return bool(CUDA_FEATURE_WORDS.intersection(name.lower().split("_")))
 
 
 def _compare_device_string(value: Optional[str]) -> int:
@@ -136,7 +141,7 @@ def _unless_on_by_default(flag: cst.BaseExpression, sign: int, flag_default: Opt
     default = flag_default(flag) if sign != NEUTRAL and flag_default is not None else None
     if default is not None and default == (sign == POSITIVE):
         return NEUTRAL
-    if default is None and CUDA_FEATURE_WORDS.intersection((_flag_name(flag) or "").lower().split("_")):
+    if default is None and _names_cuda_feature(_flag_name(flag) or ""):
         return NEUTRAL
     return sign
 
@@ -170,7 +175,7 @@ def _compared_option(test: cst.Comparison, flag_default: FlagDefault) -> int:
 INDEX_OPTIONS = frozenset({"gpu", "gpu_id", "gpuid", "gpu_index", "device_id", "cuda_device", "gpu_ids"})
 
 
-def _availability_call(node: Optional[cst.BaseExpression], qualname: QualName) -> bool:
+def availability_call(node: Optional[cst.BaseExpression], qualname: QualName) -> bool:
     """``torch.cuda.device_count()``, ``torch.cuda.is_available()`` and the like."""
     return isinstance(node, cst.Call) and (
         qualname(node.func) in AVAILABILITY_CALLS or last_name(node.func) == "device_count"
@@ -189,7 +194,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
         return flag if isinstance(operator, cst.IsNot) else -flag
     # device_count() > 0 / >= 1 / == 0
     for side, other in ((left, right), (right, left)):
-        if _availability_call(side, qualname):
+        if availability_call(side, qualname):
             if isinstance(other, cst.Integer):
                 count = int(other.value, 0)
                 if isinstance(operator, (cst.GreaterThan,)) and side is left:
@@ -334,7 +339,7 @@ def _mentions_availability(value: cst.BaseExpression, qualname: QualName) -> boo
 def _counts_devices(value: Optional[cst.BaseExpression], qualname: QualName, counts: Collection[str]) -> bool:
     if isinstance(value, (cst.Name, cst.Attribute)):
         return dotted_name(value) in counts
-    return _availability_call(value, qualname)
+    return availability_call(value, qualname)
 
 
 def spawned_per_gpu(module: cst.Module, qualname: QualName) -> FrozenSet[str]:
@@ -384,56 +389,6 @@ def _gates(body, checks: Collection[str], qualname: QualName) -> bool:
                 nprocs = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "nprocs"), None)
                 if _counts_devices(nprocs, qualname, counts):
                     return True
-    return False
-
-
-def clamped_to_device_count(test: cst.BaseExpression, function: Optional[cst.FunctionDef], qualname: QualName) -> bool:
-    """``n_gpu_use > 0`` in a function that first does ``if n_gpu_use > n_gpu: n_gpu_use = n_gpu``
-    (or ``n_gpu_use = min(n_gpu_use, n_gpu)``) with ``n_gpu = torch.cuda.device_count()``: the
-    pytorch-template's ``prepare_device`` (black0017/MedicalZooPytorch@8f40dab
-    lib/train/BaseTrainer.py:108-117). True only where that many GPUs exist."""
-    if function is None or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
-    if not (isinstance(test.left, cst.Name) and isinstance(bound, cst.Integer)):
-        return False
-    least = int(bound.value, 0) + (1 if isinstance(operator, cst.GreaterThan) else 0)
-    if not isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) or least < 1:
-        return False
-    name, statements = test.left.value, list(function.body.body)
-    counts = {
-        small.targets[0].target.value
-        for line in statements if isinstance(line, cst.SimpleStatementLine)
-        for small in line.body
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-        and _availability_call(small.value, qualname)
-    }
-
-    def is_count(node: cst.BaseExpression) -> bool:
-        return (isinstance(node, cst.Name) and node.value in counts) or _availability_call(node, qualname)
-
-    def clamps(line: cst.CSTNode) -> bool:
-        return isinstance(line, cst.SimpleStatementLine) and any(
-            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == name
-            and (is_count(small.value) or (
-                isinstance(small.value, cst.Call) and last_name(small.value.func) == "min"
-                and any(is_count(argument.value) for argument in small.value.args)
-            ))
-            for small in line.body
-        )
-
-    for statement in statements:
-        if clamps(statement):
-            return True
-        if (
-            isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.test, cst.Comparison)
-            and isinstance(statement.test.left, cst.Name) and statement.test.left.value == name
-            and len(statement.test.comparisons) == 1 and is_count(statement.test.comparisons[0].comparator)
-            and isinstance(statement.test.comparisons[0].operator, cst.GreaterThan)
-            and any(clamps(line) for line in statement.body.body)
-        ):
-            return True
     return False
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequenc
 
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name
-from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, terminates
+from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE, QualName, availability_call, terminates
 
 Sign = Callable[["cst.BaseExpression"], int]
 
@@ -175,3 +175,53 @@ class _NameUses:
             self.stack.pop()
             if self.functions[-1] is original_node:
                 self.functions.pop()
+
+
+def clamped_to_device_count(test: cst.BaseExpression, function: Optional[cst.FunctionDef], qualname: QualName) -> bool:
+    """``n_gpu_use > 0`` in a function that first does ``if n_gpu_use > n_gpu: n_gpu_use = n_gpu``
+    (or ``n_gpu_use = min(n_gpu_use, n_gpu)``) with ``n_gpu = torch.cuda.device_count()``: the
+    pytorch-template's ``prepare_device`` (black0017/MedicalZooPytorch@8f40dab
+    lib/train/BaseTrainer.py:108-117). True only where that many GPUs exist."""
+    if function is None or not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, bound = test.comparisons[0].operator, test.comparisons[0].comparator
+    if not (isinstance(test.left, cst.Name) and isinstance(bound, cst.Integer)):
+        return False
+    least = int(bound.value, 0) + (1 if isinstance(operator, cst.GreaterThan) else 0)
+    if not isinstance(operator, (cst.GreaterThan, cst.GreaterThanEqual)) or least < 1:
+        return False
+    name, statements = test.left.value, list(function.body.body)
+    counts = {
+        small.targets[0].target.value
+        for line in statements if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        and availability_call(small.value, qualname)
+    }
+
+    def is_count(node: cst.BaseExpression) -> bool:
+        return (isinstance(node, cst.Name) and node.value in counts) or availability_call(node, qualname)
+
+    def clamps(line: cst.CSTNode) -> bool:
+        return isinstance(line, cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == name
+            and (is_count(small.value) or (
+                isinstance(small.value, cst.Call) and last_name(small.value.func) == "min"
+                and any(is_count(argument.value) for argument in small.value.args)
+            ))
+            for small in line.body
+        )
+
+    for statement in statements:
+        if clamps(statement):
+            return True
+        if (
+            isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.test, cst.Comparison)
+            and isinstance(statement.test.left, cst.Name) and statement.test.left.value == name
+            and len(statement.test.comparisons) == 1 and is_count(statement.test.comparisons[0].comparator)
+            and isinstance(statement.test.comparisons[0].operator, cst.GreaterThan)
+            and any(clamps(line) for line in statement.body.body)
+        ):
+            return True
+    return False

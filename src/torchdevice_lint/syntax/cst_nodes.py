@@ -110,3 +110,17 @@ def child_blocks(statement: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
     if final is not None:
         blocks.append(block_statements(final.body))
     return blocks
+
+
+def statements_after(stack: Sequence[cst.CSTNode], index: int) -> List[cst.CSTNode]:
+    """The statements that run after ``stack[index]`` in its function (or module): those after it
+    in its block, and after each block holding it (``if path: try: ... except: ...`` then the save)."""
+    after: List[cst.CSTNode] = []
+    for position in range(index, 0, -1):
+        node, block = stack[position], stack[position - 1]
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            break
+        body = getattr(block, "body", None)
+        if isinstance(body, (list, tuple)) and node in body:
+            after.extend(body[body.index(node) + 1:])
+    return after

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Set, Tuple
 from ...inference.vocabulary import DTYPES
 from ...knowledge import cst_guards as guards
 from ...syntax.cst_lazy import cst
-from ...syntax.cst_nodes import last_name, source_of
+from ...syntax.cst_nodes import last_name, source_of, statements_after
 from .common import keyword, method_name
 
 if TYPE_CHECKING:
@@ -147,11 +147,11 @@ def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
                 continue
             written = _saves_in(node.orelse, keys, qualname) if node.orelse is not None else frozenset()
             if not written and guards.terminates(node.body):
-                written = _saves_in(_statements_after(stack, index), keys, qualname)
+                written = _saves_in(statements_after(stack, index), keys, qualname)
             if written and path_keys(checked) & written:
                 return True
         elif isinstance(node, cst.Try) and inner is node.body and node.handlers:
-            if not any(guards.terminates(handler.body) for handler in node.handlers) and _saves_in(_statements_after(stack, index), keys, qualname):
+            if not any(guards.terminates(handler.body) for handler in node.handlers) and _saves_in(statements_after(stack, index), keys, qualname):
                 return True
     return False
 
@@ -180,20 +180,6 @@ def _saves_in(root, keys: FrozenSet[str], qualname) -> FrozenSet[str]:
         if len(call.args) > 1 and qualname(call.func) in SAVERS:
             saved |= path_keys(call.args[1].value)
     return frozenset(saved) if saved & keys else frozenset()
-
-
-def _statements_after(stack, index: int) -> list:
-    """The statements that run after ``stack[index]`` in its function (or module): those after it
-    in its block, and after each block holding it (``if path: try: ... except: ...`` then the save)."""
-    after: list = []
-    for position in range(index, 0, -1):
-        node, block = stack[position], stack[position - 1]
-        if isinstance(block, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            break
-        body = getattr(block, "body", None)
-        if isinstance(body, (list, tuple)) and node in body:
-            after.extend(body[body.index(node) + 1:])
-    return after
 
 
 def _existence_checked_path(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
