@@ -118,13 +118,24 @@ class ParameterGuards:
             return None
         compare = _OPERATORS.get(type(test.comparisons[0].operator).__name__)
         left, right = test.left, test.comparisons[0].comparator
-        flipped = not _subject(left)
+        flipped = not (_subject(left) or _measured(left) is not None)
         subject, other = (right, left) if flipped else (left, right)
         literal = self._literal(other)
+        measured = _measured(subject)
+        if measured is not None:  # ``len(gpu_ids) > 0``: the parameter's length decides
+            subject = measured
         if compare is None or not _subject(subject) or literal is None:
             return None
         constant = literal[0]
-        return subject, lambda value: _decided(compare, constant, value) if flipped else _decided(compare, value, constant)
+
+        def decide(value: object) -> Optional[bool]:
+            if measured is not None:
+                value = _length(value)
+                if value is None:
+                    return None
+            return _decided(compare, constant, value) if flipped else _decided(compare, value, constant)
+
+        return subject, decide
 
     def _literal(self, node: cst.BaseExpression) -> Optional[tuple]:
         """``(value,)`` of a literal (``-1``, ``None``, ``"cpu"``), None for anything else."""
@@ -190,6 +201,24 @@ def _subject(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) or (
         isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
     )
+
+
+def _measured(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``x`` of ``len(x)`` where ``x`` is a name or ``self.x``; None for anything else."""
+    if (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
+        and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
+        and _subject(node.args[0].value)
+    ):
+        return node.args[0].value
+    return None
+
+
+def _length(value: object) -> Optional[int]:
+    try:
+        return len(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def _decided(compare: Callable[[object, object], bool], left: object, right: object) -> Optional[bool]:

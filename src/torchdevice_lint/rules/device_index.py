@@ -110,6 +110,17 @@ class CudaDefaultDevice(Rule):
 CUDA_AVAILABILITY = ("torch.cuda.is_available", "torch.cuda.device_count", "torch.accelerator.is_available")
 
 
+#: A helper whose GPU branch only a call passing ``gpu_ids`` reaches, and a model file calling it.
+INIT_NET = (
+    "import torch\n\n\ndef init_net(net, gpu_ids=[]):\n    if len(gpu_ids) > 0:\n"
+    "        assert torch.cuda.is_available()\n        net = torch.nn.DataParallel(net, gpu_ids)\n    return net\n"
+)
+INIT_NET_CALLER = (
+    "import torch\nfrom example import init_net\n\n\nclass Net(torch.nn.Module):\n"
+    "    def __init__(self):\n        super().__init__()\n        {call}\n"
+)
+
+
 class CudaRequired(Rule):
     code = "TDV309"
     name = "cuda-required"
@@ -144,6 +155,8 @@ class CudaRequired(Rule):
         Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
         # the build of a CUDA-only kernel the project drives refuses without CUDA: TDV310 reports the kernel
         Valid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION}),
+        # shunsukesaito/PIFu@f0a9c99 lib/net_util.py:254-266: every call leaves gpu_ids empty
+        Valid(INIT_NET, files={"model.py": INIT_NET_CALLER.format(call="init_net(self)")}),
     )
     invalid = (
         Invalid(
@@ -166,6 +179,12 @@ class CudaRequired(Rule):
             "import torch\n\ndef set_model(model):\n    if torch.cuda.is_available():\n        model = model.cuda()\n"
             "    else:\n        raise NotImplementedError('This code requires GPU')\n    return model\n",
             applicability=Applicability.DISPLAY_ONLY,
+        ),
+        # a call asks for a GPU: the branch runs and refuses there
+        Invalid(
+            INIT_NET,
+            files={"model.py": INIT_NET_CALLER.format(call="init_net(self, gpu_ids=[0])")},
+            fixed=INIT_NET.replace("        assert torch.cuda.is_available()\n", ""),
         ),
     )
 
