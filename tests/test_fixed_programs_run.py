@@ -216,3 +216,32 @@ def test_nccl_group_then_rank_modulo(tmp_path):
     """)
     assert "max(1, torch.cuda.device_count())" in fixed(source)
     fails_then_runs(source, tmp_path, "NCCL", ["0", "gloo"])
+
+
+@cpu_only
+def test_ddp_output_device_cleared_with_device_ids(tmp_path):
+    """jind11/TextFooler's BERT/extract_features.py: ``DistributedDataParallel(model,
+    device_ids=[local_rank], output_device=local_rank)`` raises ValueError for a CPU module while
+    either argument names a GPU; the fix clears both where CUDA is missing."""
+    (tmp_path / "dist_utils.py").write_text(textwrap.dedent("""\
+        import tempfile
+        import torch.distributed as dist
+
+        def init_distributed_mode():
+            dist.init_process_group(backend="gloo", init_method="file://" + tempfile.mktemp(), rank=0, world_size=1)
+    """))
+    source = textwrap.dedent("""\
+        import torch
+        import torch.distributed as dist
+        from dist_utils import init_distributed_mode
+
+        local_rank = 1
+        init_distributed_mode()
+        try:
+            model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2), device_ids=[local_rank],
+                                                              output_device=local_rank)
+            print(tuple(model(torch.ones(1, 2)).shape))
+        finally:
+            dist.destroy_process_group()
+    """)
+    fails_then_runs(source, tmp_path, "ValueError", ["(1,", "2)"])

@@ -465,6 +465,14 @@ class HardcodedDeviceIndex(Rule):
         ),
         # DistributedDataParallel on the only path of the script (the helper also serves one GPU)
         Invalid(_SWAV.format("[args.gpu_to_work_on]"), fixed=_SWAV.format("[args.gpu_to_work_on] if torch.cuda.is_available() else None")),
+        # jind11/TextFooler@6a56cb1 BERT/extract_features.py:245-246: output_device raises as well
+        Invalid(
+            _SWAV.format("[args.local_rank],\n        output_device=args.local_rank"),
+            fixed=_SWAV.format(
+                "[args.local_rank] if torch.cuda.is_available() else None,\n"
+                "        output_device=args.local_rank if torch.cuda.is_available() else None"
+            ),
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -472,7 +480,7 @@ class HardcodedDeviceIndex(Rule):
             return
         device_ids = ddp_device_ids(node, self.ctx.qualname)
         if device_ids is not None:
-            self._report_device_ids(device_ids)
+            self._report_device_ids(node, device_ids)
             return
         index = self._device_argument(node)
         if index is None:
@@ -500,8 +508,15 @@ class HardcodedDeviceIndex(Rule):
             return args[0].value
         return None
 
-    def _report_device_ids(self, device_ids: cst.BaseExpression) -> None:
+    def _report_device_ids(self, call: cst.Call, device_ids: cst.BaseExpression) -> None:
+        """One finding at ``device_ids``; its fix also clears an ``output_device`` given beside
+        it, which raises the same ``ValueError`` for a CPU module (for any index but 0)."""
         check = availability_check(self.ctx, "cuda")
+        output_device = next(
+            (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "output_device"
+             and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")),
+            None,
+        )
         fix = None
         if check is not None:
             test = cst.parse_expression(check)
@@ -509,9 +524,11 @@ class HardcodedDeviceIndex(Rule):
             def without_cuda(updated: cst.BaseExpression) -> cst.BaseExpression:
                 return cst.IfExp(test=test, body=updated, orelse=cst.Name("None"))
 
-            fix = self.make_fix({device_ids: without_cuda}, imports=self.ctx.torch_imports())
-        shown = source_of(device_ids)
-        self.report(device_ids, f"`device_ids={shown}` names a GPU: `DistributedDataParallel` raises `ValueError` for a module on the CPU", fix)
+            replaced = {device_ids: without_cuda, **({output_device: without_cuda} if output_device is not None else {})}
+            fix = self.make_fix(replaced, imports=self.ctx.torch_imports())
+        shown = f"`device_ids={source_of(device_ids)}`" + (f" and `output_device={source_of(output_device)}`" if output_device is not None else "")
+        verb = "name" if output_device is not None else "names"
+        self.report(device_ids, f"{shown} {verb} a GPU: `DistributedDataParallel` raises `ValueError` for a module on the CPU", fix)
 
 
 RULES = (CudaDefaultDevice, CudaRequired, CudaOnlyExtension, HardcodedDeviceIndex)
