@@ -16,6 +16,7 @@ from . import (
     device_tensors,
     distributed,
     hints,
+    kernels,
     legacy_types,
     noqa,
     placement,
@@ -24,7 +25,7 @@ from . import (
 
 FAMILIES = (
     placement, device_index, backends, legacy_types, backend_api, amp, device_queries, distributed, serialization,
-    device_tensors, dataflow, hints, noqa,
+    kernels, device_tensors, dataflow, hints, noqa,
 )
 
 
