@@ -158,3 +158,23 @@ def test_nearest_pyproject_with_a_table_applies_per_file(tmp_path, capsys, monke
     code, out, _ = lint(capsys, "--show-settings", "libs/inner/code.py")
     assert f'Settings path: "{tmp_path / "libs" / "inner" / "pyproject.toml"}"' in out
     assert 'ignore = []' in out and 'select = ["TDV1"]' in out
+
+
+def test_a_whitelist_gitignore_is_read_as_git_reads_it(tmp_path):
+    """``*``, ``!*/``, ``!*.*`` ignores what has no extension and keeps every folder
+    (qiuqiangkong/audioset_tagging_cnn): git lists the Python files, and so does a run, and the
+    project model reads them too."""
+    from pathlib import Path
+
+    from torchdevice_lint.project.model import python_files
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tree(tmp_path, "pytorch/main.py", "utils/config.py", "scripts/run", "top.py", "model.pth")
+    (tmp_path / ".gitignore").write_text("*\n!*/\n!*.*\n*.pth\n")
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    python = sorted(name for name in listed if name.endswith(".py"))
+    assert python == ["pytorch/main.py", "top.py", "utils/config.py"]
+    assert found(tmp_path) == python
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in python_files(Path(tmp_path))) == python

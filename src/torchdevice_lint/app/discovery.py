@@ -20,9 +20,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-import pathspec
 
-from ..model.settings import Settings, compiled_patterns, ignore_file_spec, relative_path
+from ..model.settings import IgnorePatterns, Settings, compiled_patterns, ignore_file_spec, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")
 #: What a directory walk checks: Python files and Jupyter notebooks (as ruff does since 0.6).
@@ -36,7 +35,7 @@ def is_excluded(path: str, settings: Settings, is_dir: bool = False) -> bool:
     if relative.startswith("../") or os.path.isabs(relative):
         relative = relative.rsplit("/", 1)[-1]  # outside the project: only its name can match
     patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
-    return compiled_patterns(patterns).match_file(relative + "/" if is_dir else relative)
+    return compiled_patterns(patterns).match(relative, is_dir)
 
 
 def _repository_top(directory: str) -> Optional[str]:
@@ -64,9 +63,9 @@ class IgnoreFiles:
     """The ``.gitignore``/``.ignore`` patterns of each directory, read once per run."""
 
     def __init__(self) -> None:
-        self._specs: Dict[str, Optional[pathspec.GitIgnoreSpec]] = {}
+        self._specs: Dict[str, Optional[IgnorePatterns]] = {}
 
-    def _spec(self, directory: str) -> Optional[pathspec.GitIgnoreSpec]:
+    def _spec(self, directory: str) -> Optional[IgnorePatterns]:
         if directory not in self._specs:
             lines: List[str] = []
             names = list(IGNORE_FILES)
@@ -89,8 +88,7 @@ class IgnoreFiles:
         for base in [directory, *_ancestors(directory)]:
             spec = self._spec(base)
             if spec is not None:
-                relative = os.path.relpath(path, base).replace(os.sep, "/") + ("/" if is_dir else "")
-                verdict = spec.check_file(relative).include
+                verdict = spec.check(os.path.relpath(path, base).replace(os.sep, "/"), is_dir)
                 if verdict is not None:
                     return verdict
             if base == top:

@@ -15,12 +15,9 @@ import tokenize
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .fixes import ImportSpec
-
-if TYPE_CHECKING:
-    import pathspec
 
 DEFAULT_TARGET_TORCH_VERSION = "2.4"
 DEFAULT_EXCLUDES = (
@@ -206,30 +203,52 @@ def path_matches(relative: str, pattern: str) -> bool:
     pattern = pattern.strip()
     if pattern.startswith("!"):
         return bool(pattern[1:].strip()) and not path_matches(relative, pattern[1:])
-    return bool(pattern) and compiled_patterns((pattern,)).match_file(relative)
+    return bool(pattern) and compiled_patterns((pattern,)).match(relative)
 
 
-def ignore_file_spec(lines: List[str]) -> "pathspec.GitIgnoreSpec":
+class IgnorePatterns:
+    """Gitignore patterns read as git reads them. A file is matched by pathspec's
+    ``GitIgnoreSpec``; a directory by the last pattern that matches it, since ``GitIgnoreSpec``
+    lets an earlier ``*`` win over a later ``!*/`` or ``!img/``, which would hide every file of
+    a whitelist ``.gitignore`` (``*``, ``!*/``, ``!*.*``: qiuqiangkong/audioset_tagging_cnn)."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        import pathspec  # a base dependency; imported here so the start-up of a run stays small
+
+        self.files = pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def check(self, relative: str, is_dir: bool = False) -> Optional[bool]:
+        """True: ignored, False: re-included by a ``!`` pattern, None: no pattern matches."""
+        if not is_dir:
+            return self.files.check_file(relative).include
+        directory, verdict = relative.rstrip("/") + "/", None
+        for pattern in self.files.patterns:
+            if pattern.include is not None and pattern.match_file(directory) is not None:
+                verdict = pattern.include
+        return verdict
+
+    def match(self, relative: str, is_dir: bool = False) -> bool:
+        return bool(self.check(relative, is_dir))
+
+
+def ignore_file_spec(lines: List[str]) -> IgnorePatterns:
     """An ignore file's patterns; a line that is no pattern (``[z-a]``) matches nothing, as in
     git, rather than failing the run."""
-    import pathspec
 
     def is_pattern(line: str) -> bool:
         try:
-            pathspec.GitIgnoreSpec.from_lines([line])
+            IgnorePatterns([line])
         except (ValueError, re.error):
             return False
         return True
 
     try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
+        return IgnorePatterns(lines)
     except (ValueError, re.error):
-        return pathspec.GitIgnoreSpec.from_lines([line for line in lines if is_pattern(line)])
+        return IgnorePatterns([line for line in lines if is_pattern(line)])
 
 
 @lru_cache(maxsize=256)
-def compiled_patterns(patterns: Tuple[str, ...]) -> "pathspec.GitIgnoreSpec":
+def compiled_patterns(patterns: Tuple[str, ...]) -> IgnorePatterns:
     """The patterns as one gitignore file: later lines win, ``!`` re-includes."""
-    import pathspec  # a base dependency; imported here so the start-up of a run stays small
-
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+    return IgnorePatterns(patterns)

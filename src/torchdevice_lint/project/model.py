@@ -257,12 +257,12 @@ def python_files(root: Path) -> Iterator[Path]:
         prefix = "" if relative == "." else relative + "/"
         subfolders[:] = [
             name for name in subfolders
-            if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match_file(f"{prefix}{name}/"))
+            if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match(prefix + name, is_dir=True))
             and not marks_a_project(here / name) and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
         ]
         yield from (
             here / name for name in files
-            if name.endswith(".py") and not (ignored and ignored.match_file(prefix + name))
+            if name.endswith(".py") and not (ignored and ignored.match(prefix + name))
         )
 
 

@@ -225,7 +225,7 @@ class BackendApiOutsidePlatformLayer(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         allowed = tuple(ctx.settings.allowed_backend_paths)
-        self.allowed = bool(allowed) and compiled_patterns(allowed).match_file(relative_path(ctx.path, ctx.settings.root))
+        self.allowed = bool(allowed) and compiled_patterns(allowed).match(relative_path(ctx.path, ctx.settings.root))
         self.banned = tuple(ctx.settings.banned_backend_apis) or ACCELERATOR_MODULES
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
