@@ -64,7 +64,8 @@ class _BatchedPass(cst.CSTVisitor):
         self.leaving: Dict[type, list] = {node_type: list(handlers) for node_type, handlers in self.leavers.items()}
         for node_type in _SCOPE_TYPES:
             self.leaving.setdefault(node_type, []).append(self._end_scope)
-        #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``).
+        #: Calls after which a block runs distributed (``init_process_group``, this file's ``setup``);
+        #: none where the file's process groups are on gloo (a CPU runs them).
         self.setups = (
             distributed_code.distributed_setups(ctx.module) if "init_process_group" in ctx.source else distributed_code.DISTRIBUTED_SETUPS
         )
@@ -130,7 +131,7 @@ class _BatchedPass(cst.CSTVisitor):
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
-        if isinstance(node, cst.FunctionDef) and any(
+        if isinstance(node, cst.FunctionDef) and self.setups and any(
             distributed_code.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
         ):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
@@ -218,7 +219,9 @@ class _BatchedPass(cst.CSTVisitor):
                     and not mentions_availability(small.test)  # ``assert x.is_cuda``, not a refusal
                     for small in statement.body
                 )
-                distributed = not exits and distributed_code.sets_up_distributed(statement, self.setups, self.ctx.qualname)
+                distributed = not exits and bool(self.setups) and distributed_code.sets_up_distributed(
+                    statement, self.setups, self.ctx.qualname
+                )
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)

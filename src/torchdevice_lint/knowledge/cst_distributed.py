@@ -154,6 +154,19 @@ def sets_up_distributed(
     return False
 
 
+def _on_gloo(call: cst.Call) -> bool:
+    backend = _backend_argument(call)
+    return isinstance(backend, cst.SimpleString) and string_value(backend) == "gloo"
+
+
+def _backend_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """What ``init_process_group(...)`` is given as its backend (keyword or first argument)."""
+    backend = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
+    if backend is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+        backend = call.args[0].value
+    return backend
+
+
 def _needs_process_group(call: cst.Call, qualname: QualName) -> bool:
     name = qualname(call.func) or ""
     return name.startswith("torch.distributed.") and name.rsplit(".", 1)[-1] in PROCESS_GROUP_CALLS
@@ -161,7 +174,14 @@ def _needs_process_group(call: cst.Call, qualname: QualName) -> bool:
 
 def distributed_setups(module: cst.Module) -> FrozenSet[str]:
     """``init_process_group`` and the module's functions whose body calls it at top level
-    (``def setup(rank, world): dist.init_process_group(...)``)."""
+    (``def setup(rank, world): dist.init_process_group(...)``). None where every process group
+    the module starts is on gloo (layumi/Person_reID_baseline_pytorch@82ff40f train_DDP.py:104,
+    launched by DDP.sh): its distributed code runs on a CPU, so none of it is GPU-only."""
+    from ..syntax.cst_walk import nodes_of  # as in ``starts_gpu_only_group``
+
+    starts = [call for call in nodes_of(module, cst.Call) if last_name(call.func) == "init_process_group"]
+    if starts and all(_on_gloo(call) for call in starts):
+        return frozenset()
     names = set(DISTRIBUTED_SETUPS)
     for statement in module.body:
         if isinstance(statement, cst.FunctionDef) and isinstance(statement.body, cst.IndentedBlock):
@@ -207,9 +227,7 @@ def starts_gpu_only_group(module: cst.Module, qualname: QualName, classify: Call
 def _gpu_only_backend(call: cst.Call, qualname: QualName, assigned: dict) -> bool:
     """A backend only a GPU has: a literal, ``Backend.NCCL``, or a name every assignment of
     the file binds to such a literal."""
-    backend = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "backend"), None)
-    if backend is None and call.args and call.args[0].keyword is None and not call.args[0].star:
-        backend = call.args[0].value
+    backend = _backend_argument(call)
     if backend is None:
         return False
     values = assigned.get(dotted_name(backend), ()) if isinstance(backend, (cst.Name, cst.Attribute)) else ()

@@ -14,8 +14,8 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CRITERION_FACTORY, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION,
-    LOSS_USER, NCE_LOSSES, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CRITERION_FACTORY, CUDA_OPTIONS_OFF, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT,
+    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -67,10 +67,6 @@ class CudaMethodCall(Rule):
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
         Valid(
-            'import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\n'
-            "args = p.parse_args()\nif args.cuda:\n    model.cuda()\n"
-        ),
-        Valid(
             'import torch\np.add_argument("--no-cuda", action="store_true")\nargs = p.parse_args()\n'
             "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"
         ),
@@ -88,13 +84,7 @@ class CudaMethodCall(Rule):
         KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
-        # the project's options: `--cuda` (an integer, 0 by default) parsed in another module
-        Valid(
-            "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
-            files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
-        ),
-        # jwyang/faster-rcnn.pytorch@f9d984d demo.py:69-71,213-217: a store_true flag compared with 0
-        Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
+        *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
         # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
         Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
@@ -267,6 +257,17 @@ class CudaMethodCall(Rule):
                 "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n"
             ),
             files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
+        ),
+        # a process group on gloo runs on a CPU: what follows is no GPU-only code
+        # (layumi/Person_reID_baseline_pytorch@82ff40f train_DDP.py:104, 513)
+        Invalid(
+            'import torch\nimport torch.distributed as dist\n\ndist.init_process_group(backend="gloo", init_method="env://")\n'
+            "model = torch.nn.Linear(2, 2).cuda()\n",
+            fixed=(
+                "import torch\nimport torch.distributed as dist\n\n"
+                f"{DEVICE}\n"
+                'dist.init_process_group(backend="gloo", init_method="env://")\nmodel = torch.nn.Linear(2, 2).to(device)\n'
+            ),
         ),
     )
 

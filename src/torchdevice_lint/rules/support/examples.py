@@ -213,3 +213,18 @@ LAZY_KERNEL_FUNCTION = Valid(
     "            rays_o = rays_o.cuda()\n        return get_backend().near_far_from_aabb(rays_o)\n",
     files={"backend.py": "from torch.utils.cpp_extension import load\n\n_backend = load(name='_raymarching', sources=['src/raymarching.cu', 'src/bindings.cpp'])\n"},
 )
+
+
+#: ``--cuda`` off by default: a store_true flag tested, and compared with 0 in another module (an
+#: integer option) and in the script itself (jwyang/faster-rcnn.pytorch@f9d984d demo.py:69-71,213-217).
+CUDA_OPTIONS_OFF = (
+    Valid(
+        'import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\n'
+        "args = p.parse_args()\nif args.cuda:\n    model.cuda()\n"
+    ),
+    Valid(
+        "def build(args, model):\n    if args.cuda > 0:\n        model.cuda()\n",
+        files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', type=int, default=0)\n"},
+    ),
+    Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
+)
