@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Placed, Resolved
+from ..first_stage.triggers import Placed, Resolved, Triggers
 from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
@@ -26,6 +26,12 @@ _LOSS = (
     "    def forward(self):\n        if self.use_gpu:\n            return {}\n        return torch.FloatTensor([1.0])\n"
 )
 
+_BEAM = (
+    "import torch\n\n\nclass Beam:\n    def __init__(self, size, cuda=True):\n        self.tt = {}\n"
+    "        self.scores = self.tt.FloatTensor(size).zero_()\n"
+)
+
+
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
@@ -44,7 +50,8 @@ class LegacyCudaTensorConstructor(Rule):
         "`x.size(n)`, `x.shape[n]`) `torch.empty(sizes, ...)`; any other argument is ambiguous "
         "(data or size) and gets no automatic fix."
     )
-    triggers = Resolved(CUDA_TENSOR_NAMES)
+    # ``self.tt = torch.cuda`` then ``self.tt.FloatTensor(size)``: the module, and a typed call
+    triggers = Resolved(CUDA_TENSOR_NAMES) | (Resolved(("torch.cuda",)) & Triggers(calls=tuple(LEGACY_TENSOR_DTYPES)))
     valid = (
         Valid("import torch\nx = torch.FloatTensor([1.0, 2.0])\n"),
         Valid("import torch\nx = torch.cuda.FloatTensor(3) if torch.cuda.is_available() else torch.zeros(3)\n"),
@@ -57,6 +64,8 @@ class LegacyCudaTensorConstructor(Rule):
             "import torch\n\ndef sample(n):\n    Tensor = torch.cuda.FloatTensor\n    return n\n\n"
             "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nvalid = Tensor(4, 1)\n"
         ),
+        # OpenNMT's beam: the module chosen by the flag (nlpyang/PreSumm@70b810e src/translate/beam.py:29)
+        Valid(_BEAM.format("torch.cuda if cuda else torch")),
     )
     invalid = (
         # an alias of a typed CUDA tensor, called later: the call raises
@@ -110,6 +119,8 @@ class LegacyCudaTensorConstructor(Rule):
             files={"train.py": "import argparse\nfrom example import Loss\nparser = argparse.ArgumentParser()\n"
                    "parser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda)\n"},
         ),
+        # ... and always CUDA (salesforce/CodeT5@7de7f69 CodeT5/models.py:291-297)
+        Invalid(_BEAM.format("torch.cuda"), applicability=Applicability.DISPLAY_ONLY),
     )
 
     def __init__(self, ctx) -> None:
@@ -118,6 +129,9 @@ class LegacyCudaTensorConstructor(Rule):
         #: enclosing function, or None): (scope, alias) -> class name. A later assignment of
         #: anything else to the name ends the alias.
         self.aliases: Dict[Tuple[Optional[int], str], str] = {}
+        #: ``self.tt = torch.cuda`` bound outside any guard, by class: (class, attribute). The
+        #: beam search of OpenNMT's lineage then writes ``self.tt.FloatTensor(size)``.
+        self.cuda_modules: Set[Tuple[int, str]] = set()
 
     def _scope(self) -> Optional[int]:
         function = self.ctx.enclosing_function()
@@ -133,6 +147,19 @@ class LegacyCudaTensorConstructor(Rule):
                     self.aliases[key] = leaf
                 else:
                     self.aliases.pop(key, None)
+            attribute = self._own_attribute(target.target)
+            if attribute is not None:
+                if not self.ctx.guarded and self.ctx.qualname(node.value) == "torch.cuda":
+                    self.cuda_modules.add(attribute)
+                else:
+                    self.cuda_modules.discard(attribute)
+
+    def _own_attribute(self, node: cst.BaseExpression) -> Optional[Tuple[int, str]]:
+        """(class, ``x``) for ``self.x`` inside a class's method."""
+        klass = self.ctx.enclosing_class()
+        if klass is None or not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"):
+            return None
+        return id(klass), node.attr.value
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.guarded or isinstance(node.func, cst.SimpleString):
@@ -140,6 +167,8 @@ class LegacyCudaTensorConstructor(Rule):
         leaf = legacy_cuda_tensor(self.ctx, node.func)
         if leaf is None and isinstance(node.func, cst.Name):
             leaf = self.aliases.get((self._scope(), node.func.value)) or self.aliases.get((None, node.func.value))
+        if leaf is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in LEGACY_TENSOR_DTYPES:
+            leaf = node.func.attr.value if self._own_attribute(node.func.value) in self.cuda_modules else None
         if leaf is None:
             return
         message = self.message.format(leaf)
