@@ -2,6 +2,9 @@
 another module, attributes and predicates that read them, files saved from the CPU)."""
 
 import ast
+import base64
+import json
+import marshal
 import subprocess
 import sys
 from pathlib import Path
@@ -137,11 +140,19 @@ def test_stored_facts_read_back_equal_to_parsed_ones(tmp_path):
 
 
 def test_an_edited_stored_entry_is_parsed_again(tmp_path):
+    """An entry whose bytes no longer match their checksum is a miss: its module is parsed
+    again, and what it said (here ``--gpu_mode`` on by default) is not believed."""
     (tmp_path / "tree").mkdir()
     project(tmp_path / "tree", "False")
     store = stored_projects(tmp_path / "tree", tmp_path / "cache")
     path = StoredFacts(tmp_path / "cache").path
-    path.write_text(path.read_text().replace("'gpu_mode': False", "'gpu_mode': True"))
+    entries = json.loads(path.read_text())
+    for key, (encoded, checksum) in entries.items():
+        fields = marshal.loads(base64.b64decode(encoded))
+        if fields[0].get("gpu_mode") is False:
+            edited = (dict(fields[0], gpu_mode=True), *fields[1:])
+            entries[key] = [base64.b64encode(marshal.dumps(edited)).decode(), checksum]
+    path.write_text(json.dumps(entries))
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)

@@ -21,11 +21,12 @@ recomputes it: whoever may write the cache directory may as well write the check
 
 from __future__ import annotations
 
-import ast
+import base64
 import contextlib
 import dataclasses
 import hashlib
 import json
+import marshal
 import os
 import re
 import stat
@@ -358,13 +359,17 @@ class StoredFacts:
     """The project model's module facts by content hash, kept in the cache directory between
     runs (one file per tool build), so a second run parses only the modules that changed.
 
-    Each entry is the ``repr`` of the facts' fields with a SHA-256 over hash and text, read back
-    with ``ast.literal_eval`` (the option defaults are the literals ``literal_eval`` gave): an
-    entry whose text does not give back exactly itself, or of the wrong shape, is a miss."""
+    Each entry is the facts' fields as ``marshal`` bytes (base64 in a JSON file) with a SHA-256
+    over hash and bytes, checked before they are read: ``marshal`` reads what ``literal_eval``
+    took 1.2 s for in 700 modules at once, and an entry read back is written back as it was. An
+    entry whose checksum or shape is wrong is a miss. The directory is trusted as Python trusts
+    ``__pycache__``, which holds ``marshal`` data too."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self.path = self.directory / f"facts-{hashlib.sha256(_tool_fingerprint().encode()).hexdigest()[:20]}.json"
+        #: The entries read back, by hash: saved again as they are.
+        self._read: Dict[str, list] = {}
 
     def load(self) -> FactsCache:
         try:
@@ -377,6 +382,7 @@ class StoredFacts:
             facts = _facts_from_entry(key, entry)
             if facts is not None:
                 known[key] = facts
+                self._read[key] = entry
         return FactsCache(known)
 
     def save(self, cache: FactsCache) -> None:
@@ -386,10 +392,7 @@ class StoredFacts:
             with contextlib.suppress(OSError):
                 os.utime(self.path)
             return
-        entries = {}
-        for key, facts in cache.by_hash.items():
-            text = repr(dataclasses.astuple(facts))
-            entries[key] = [text, _facts_checksum(key, text)]
+        entries = {key: self._read.get(key) or _facts_entry(key, facts) for key, facts in cache.by_hash.items()}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             _mark_as_cache(self.directory)
@@ -417,21 +420,41 @@ def stored_projects(directory: Optional[Path], checked: Sequence[str] = (), name
         store.save(projects.cache)
 
 
-def _facts_checksum(key: str, text: str) -> str:
-    return hashlib.sha256(f"{key}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+def _facts_checksum(key: str, payload: bytes) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass") + b"\n" + payload).hexdigest()
+
+
+def _facts_entry(key: str, facts: ModuleFacts) -> list:
+    payload = marshal.dumps(_plain(dataclasses.astuple(facts)))
+    return [base64.b64encode(payload).decode("ascii"), _facts_checksum(key, payload)]
+
+
+def _plain(value):
+    """Tuples (``CallFacts`` records too), lists and dicts as ``marshal`` writes them."""
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
     if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
         return None
-    text, checksum = entry
-    if checksum != _facts_checksum(key, text):
+    encoded, checksum = entry
+    try:
+        payload = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return None
+    if checksum != _facts_checksum(key, payload):
         return None
     try:
-        fields = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        fields = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 18 and repr(fields) == text):
+    if not (isinstance(fields, tuple) and len(fields) == 18):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
     imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes, factories = fields[8:]

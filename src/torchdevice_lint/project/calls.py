@@ -56,9 +56,6 @@ class CallFacts(NamedTuple):
     #: after ``cuda = device.type != "cpu"``).
     guarded: bool
 
-    def __repr__(self) -> str:  # a plain tuple: what the facts cache reads back with literal_eval
-        return tuple.__repr__(self)
-
     def signature(self) -> Signature:
         return [self.positional, [k for k in self.keywords if DEVICE_WORD in k.lower()], self.unpacked]
 
