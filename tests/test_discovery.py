@@ -178,3 +178,20 @@ def test_a_whitelist_gitignore_is_read_as_git_reads_it(tmp_path):
     assert python == ["pytorch/main.py", "top.py", "utils/config.py"]
     assert found(tmp_path) == python
     assert sorted(p.relative_to(tmp_path).as_posix() for p in python_files(Path(tmp_path))) == python
+
+
+@pytest.mark.parametrize("patterns", [
+    "*\n!*/\n!*.*\n*.pth\n",  # a whitelist: what has an extension, in every folder
+    "foo/**\n!foo/keep.py\n",  # what is in foo, not foo: a file in it comes back
+    "bar/*\n!bar/sub/\n",  # a folder in an emptied folder comes back
+    "/*\n!/foo/\n",  # only one top-level folder kept
+    "gen\n!top.py\n",  # a name anywhere, file or folder
+])
+def test_ignore_files_keep_what_git_keeps(tmp_path, patterns):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tree(tmp_path, "top.py", "foo/a.py", "foo/keep.py", "bar/y.py", "bar/sub/x.py", "a/gen/b.py", "gen/c.py", "d/e.py")
+    (tmp_path / ".gitignore").write_text(patterns)
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], cwd=tmp_path, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert found(tmp_path) == sorted(name for name in listed if name.endswith(".py"))

@@ -208,9 +208,11 @@ def path_matches(relative: str, pattern: str) -> bool:
 
 class IgnorePatterns:
     """Gitignore patterns read as git reads them. A file is matched by pathspec's
-    ``GitIgnoreSpec``; a directory by the last pattern that matches it, since ``GitIgnoreSpec``
-    lets an earlier ``*`` win over a later ``!*/`` or ``!img/``, which would hide every file of
-    a whitelist ``.gitignore`` (``*``, ``!*/``, ``!*.*``: qiuqiangkong/audioset_tagging_cnn)."""
+    ``GitIgnoreSpec``; a directory by the last pattern that matches its path as git matches it
+    (with a slash for a pattern that ends in one, without for the rest: ``foo/**`` holds what is
+    in ``foo``, not ``foo``), since ``GitIgnoreSpec`` lets an earlier ``*`` win over a later
+    ``!*/`` or ``!img/``, which would hide every file of a whitelist ``.gitignore`` (``*``,
+    ``!*/``, ``!*.*``: qiuqiangkong/audioset_tagging_cnn)."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         import pathspec  # a base dependency; imported here so the start-up of a run stays small
@@ -221,9 +223,12 @@ class IgnorePatterns:
         """True: ignored, False: re-included by a ``!`` pattern, None: no pattern matches."""
         if not is_dir:
             return self.files.check_file(relative).include
-        directory, verdict = relative.rstrip("/") + "/", None
+        directory, verdict = relative.rstrip("/"), None
         for pattern in self.files.patterns:
-            if pattern.include is not None and pattern.match_file(directory) is not None:
+            if pattern.include is None:
+                continue
+            only_directories = (getattr(pattern, "pattern", None) or "").rstrip().endswith("/")
+            if pattern.match_file(directory + "/" if only_directories else directory) is not None:
                 verdict = pattern.include
         return verdict
 
