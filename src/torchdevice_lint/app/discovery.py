@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-
 from ..model.settings import IgnorePatterns, Settings, compiled_patterns, ignore_file_spec, relative_path
 
 IGNORE_FILES = (".gitignore", ".ignore")

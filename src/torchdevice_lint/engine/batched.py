@@ -131,7 +131,7 @@ class _BatchedPass(cst.CSTVisitor):
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
         body = getattr(node.body, "body", ())
-        if isinstance(node, cst.FunctionDef) and self.setups and any(
+        if isinstance(node, cst.FunctionDef) and any(
             distributed_code.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
         ):
             self._guard(node.body, distributed=True)  # ``ddp_setup()``: one unit with its process group
@@ -219,9 +219,7 @@ class _BatchedPass(cst.CSTVisitor):
                     and not mentions_availability(small.test)  # ``assert x.is_cuda``, not a refusal
                     for small in statement.body
                 )
-                distributed = not exits and bool(self.setups) and distributed_code.sets_up_distributed(
-                    statement, self.setups, self.ctx.qualname
-                )
+                distributed = not exits and distributed_code.sets_up_distributed(statement, self.setups, self.ctx.qualname)
             if exits or distributed:
                 for later in body[index + 1:]:
                     self._guard(later, distributed=distributed)

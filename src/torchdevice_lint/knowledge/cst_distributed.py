@@ -140,8 +140,9 @@ def sets_up_distributed(
     """A statement that creates the process group (``dist.init_process_group(...)``, or a call
     of one of ``setups``: this file's functions that do), needs one (``dist.barrier()``, given
     ``qualname`` to tell torch's from others) or reads the launcher's rank
-    (``rank = int(os.environ["RANK"])``): what follows runs distributed."""
-    if not isinstance(statement, cst.SimpleStatementLine):
+    (``rank = int(os.environ["RANK"])``): what follows runs distributed. Nothing does with no
+    ``setups`` (``distributed_setups`` of a file whose process groups are on gloo)."""
+    if not setups or not isinstance(statement, cst.SimpleStatementLine):
         return False
     for small in statement.body:
         value = getattr(small, "value", None)
@@ -174,7 +175,7 @@ def _needs_process_group(call: cst.Call, qualname: QualName) -> bool:
 
 def distributed_setups(module: cst.Module) -> FrozenSet[str]:
     """``init_process_group`` and the module's functions whose body calls it at top level
-    (``def setup(rank, world): dist.init_process_group(...)``). None where every process group
+    (``def setup(rank, world): dist.init_process_group(...)``). Empty where every process group
     the module starts is on gloo (layumi/Person_reID_baseline_pytorch@82ff40f train_DDP.py:104,
     launched by DDP.sh): its distributed code runs on a CPU, so none of it is GPU-only."""
     from ..syntax.cst_walk import nodes_of  # as in ``starts_gpu_only_group``

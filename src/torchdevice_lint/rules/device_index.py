@@ -24,7 +24,7 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import (
-    availability_check, display_only, guard_statement_fix, is_cuda_string, legacy_cuda_tensor, method_name,
+    availability_check, display_only, guard_statement_fix, is_cuda_string, keyword, legacy_cuda_tensor, method_name,
     positional,
 )
 from .support.examples import ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP
@@ -390,11 +390,8 @@ class HardcodedDeviceIndex(Rule):
         """One finding at ``device_ids``; its fix also clears an ``output_device`` given beside
         it, which raises the same ``ValueError`` for a CPU module (for any index but 0)."""
         check = availability_check(self.ctx, "cuda")
-        output_device = next(
-            (arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "output_device"
-             and not (isinstance(arg.value, cst.Name) and arg.value.value == "None")),
-            None,
-        )
+        given = keyword(call, "output_device")
+        output_device = given.value if given is not None and not (isinstance(given.value, cst.Name) and given.value.value == "None") else None
         fix = None
         if check is not None:
             test = cst.parse_expression(check)
