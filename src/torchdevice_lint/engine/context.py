@@ -265,7 +265,10 @@ class FileContext:
         return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
-        return self.flags.default(flag, self.enclosing_function(), self.enclosing_class())
+        default = self.flags.default(flag, self.enclosing_function(), self.enclosing_class())
+        if default is None and isinstance(flag, cst.Name):  # ``use_cuda = True`` in the module
+            return self.flags.constant_name(flag.value, self.python_tree)
+        return default
 
     def holds_availability(self, flag: cst.BaseExpression) -> bool:
         return self.flags.holds_availability(flag, self.enclosing_function(), self.python_tree)

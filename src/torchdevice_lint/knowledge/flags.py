@@ -87,8 +87,8 @@ class FlagDefaults:
         self._parameters: Dict[Tuple[int, str], Optional[bool]] = {}
         #: (id of the function, parameter) -> the default of the option every caller passes.
         self._passed: Dict[Tuple[int, str], Optional[bool]] = {}
-        #: ("name" or "attribute", name) -> whether it holds a check; one walk, read lazily.
-        self._availability_holders: Optional[Dict[Tuple[str, str], bool]] = None
+        #: ("name" or "attribute", name) -> what its bindings give it; one walk, read lazily.
+        self._binding_values: Optional[Dict[Tuple[str, str], object]] = None
 
     def default(
         self, flag: cst.BaseExpression, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef] = None
@@ -141,13 +141,23 @@ class FlagDefaults:
             key = ("name", flag.value)
         else:
             return False
-        if self._availability_holders is None:
+        return self._bound_values(python_tree).get(key) == HOLDS_AVAILABILITY
+
+    def constant_name(self, name: str, python_tree: Callable[[], ast.Module]) -> Optional[bool]:
+        """The constant every binding in the module gives ``name`` (``use_cuda = True`` then
+        ``if use_cuda:``, Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479), None if any
+        binding is something else or a function takes a parameter of that name."""
+        value = self._bound_values(python_tree).get(("name", name))
+        return value if isinstance(value, bool) else None
+
+    def _bound_values(self, python_tree: Callable[[], ast.Module]) -> Dict[Tuple[str, str], object]:
+        if self._binding_values is None:
             try:
                 tree = python_tree()  # CPython's tree of the same source, walked once
             except Unparsable:
-                tree = ast.Module(body=[], type_ignores=[])  # nothing known: no name holds a check
-            self._availability_holders = _availability_holders(tree)
-        return self._availability_holders.get(key, False)
+                tree = ast.Module(body=[], type_ignores=[])  # nothing known about any name
+            self._binding_values = _binding_values(tree)
+        return self._binding_values
 
     def _passed_default(self, name: str, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> Optional[bool]:
         """The default of the option every call of ``function`` passes as its parameter ``name``
@@ -283,43 +293,61 @@ def _rebound_first(function: cst.FunctionDef, name: str) -> bool:
     )
 
 
-def _availability_holders(tree: ast.Module) -> Dict[Tuple[str, str], bool]:
-    """For each name and attribute name the module binds: whether every binding is one ``=`` of
-    a value implying availability (any other binding, a tuple target, an import, a ``def`` or a
-    ``with ... as`` makes it unknown). One walk of CPython's tree."""
-    verdicts: Dict[Tuple[str, str], bool] = {}
+#: What every binding of a name in a module gives it: an availability check (or a conjunction
+#: with one), one constant (True/False), or something else (None).
+HOLDS_AVAILABILITY = "availability"
 
-    def bound(target: ast.expr, holds: bool) -> None:
+
+def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
+    """For each name and attribute name the module binds: HOLDS_AVAILABILITY when every binding
+    is one ``=`` of a value implying availability, True or False when every binding is one ``=``
+    of that constant, None otherwise (any other binding, a tuple target, an import, a ``def``, a
+    ``with ... as``, or a function parameter of that name). One walk of CPython's tree."""
+    verdicts: Dict[Tuple[str, str], object] = {}
+
+    def bound(target: ast.expr, value: object) -> None:
         if isinstance(target, ast.Attribute):
             key = ("attribute", target.attr)
         elif isinstance(target, ast.Name):
             key = ("name", target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
-                bound(element, False)
+                bound(element, None)
             return
         elif isinstance(target, ast.Starred):
-            bound(target.value, False)
+            bound(target.value, None)
             return
         else:
             return
-        verdicts[key] = verdicts.get(key, True) and holds
+        verdicts[key] = verdicts.get(key, value) if verdicts.get(key, value) == value else None
 
+    parameters = set()
     for node in nodes_below(tree):
         kind = type(node)
         if kind is ast.Assign:
-            holds = len(node.targets) == 1 and _implies_availability(node.value)
+            value = None
+            if len(node.targets) == 1:
+                constant = node.value.value if type(node.value) is ast.Constant else None
+                value = HOLDS_AVAILABILITY if _implies_availability(node.value) else (
+                    constant if isinstance(constant, bool) else None
+                )
             for target in node.targets:
-                bound(target, holds)
+                bound(target, value)
         elif kind in _OTHER_BINDINGS:
-            bound(node.target, False)
+            bound(node.target, None)
         elif kind is ast.withitem and node.optional_vars is not None:
-            bound(node.optional_vars, False)
+            bound(node.optional_vars, None)
         elif kind in (ast.Import, ast.ImportFrom):
             for alias in node.names:
-                verdicts[("name", alias.asname or alias.name.split(".")[0])] = False
+                verdicts[("name", alias.asname or alias.name.split(".")[0])] = None
         elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) or kind is ast.ExceptHandler and node.name:
-            verdicts[("name", node.name)] = False
+            verdicts[("name", node.name)] = None
+        elif kind is ast.arg:
+            parameters.add(node.arg)
+    for name in parameters:  # a parameter never holds a check, and its value is the caller's
+        key = ("name", name)
+        if verdicts.get(key) is not HOLDS_AVAILABILITY:
+            verdicts[key] = None
     return verdicts
 
 

@@ -14,8 +14,9 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CRITERION_FACTORY, CUDA_OPTIONS_OFF, EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT,
-    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF,
+    EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, PREPARE_Z_Y,
+    REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -70,6 +71,7 @@ class CudaMethodCall(Rule):
             'import torch\np.add_argument("--no-cuda", action="store_true")\nargs = p.parse_args()\n'
             "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"
         ),
+        *CONSTANT_FLAGS_OFF,  # a name or attribute set to False, or to True only where CUDA is there
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
         # only a tensor already on CUDA takes this branch (TDV202 reports the check itself)
@@ -85,8 +87,6 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
-        # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
-        Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     )
     invalid = (
         # one definition of the name keeps a layer: `.cuda()` moves it
@@ -168,6 +168,8 @@ class CudaMethodCall(Rule):
                 "if args.use_cuda:\n    model.to(device)\n"
             ),
         ),
+        # a name the module only ever sets to True (Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479)
+        Invalid(CONSTANT_FLAG_ON, fixed="import torch\n\n" + DEVICE + CONSTANT_FLAG_ON[13:].replace(".cuda()", ".to(device)")),
         # a look-alike of a collective (a strategy's own barrier) is no process group
         Invalid(
             "import torch\n\ndef fit(strategy, model):\n    strategy.barrier()\n    model.cuda()\n",

@@ -228,3 +228,13 @@ CUDA_OPTIONS_OFF = (
     ),
     Valid('import argparse\np = argparse.ArgumentParser()\np.add_argument("--cuda", action="store_true")\nargs = p.parse_args()\nif args.cuda > 0:\n    model.cuda()\n'),
 )
+
+#: A name the module binds only to one constant: True picks the GPU (reported), False never
+#: does, and one also set False where CUDA is missing is a guard, like an attribute holding a check.
+CONSTANT_FLAG_ON = "import torch\nuse_cuda = True\nif use_cuda:\n    model.cuda()\n"
+CONSTANT_FLAGS_OFF = (
+    # CSAILVision/semantic-segmentation-pytorch@8f27c9b mit_semseg/lib/utils/data/dataloader.py:196,222: a check kept
+    Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
+    Valid(CONSTANT_FLAG_ON.replace("True", "False")),
+    Valid(CONSTANT_FLAG_ON.replace("if use_cuda", "if not torch.cuda.is_available():\n    use_cuda = False\nif use_cuda")),
+)
