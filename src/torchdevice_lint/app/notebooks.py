@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import re
 from typing import Dict, List, Tuple
@@ -25,6 +24,7 @@ from ..model.errors import FileProblem
 from ..model.findings import Edit, FileResult, Finding, Location
 from ..syntax.cells import CellsMoved, JoinedCells
 from ..syntax.lines import physical_lines
+from ..syntax.diffs import unified_diff
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _SYNTAX_AT = re.compile(r"syntax error at (\d+):(\d+):")
@@ -238,7 +238,7 @@ def notebook_diff(path: str, before: str, after: str) -> str:
         fixed = new.cells.cell(cell.number).source
         if fixed != cell.source:
             chunks.extend(
-                difflib.unified_diff(
+                unified_diff(
                     _ended(cell.source), _ended(fixed), fromfile=f"a/{cell_key(path, cell.number)}", tofile=f"b/{cell_key(path, cell.number)}"
                 )
             )

@@ -9,7 +9,6 @@ and fixed."""
 from __future__ import annotations
 
 import contextlib
-import difflib
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from ..engine.engine import Engine, to_finding
 from ..model.errors import FileError, OverBudget, file_error
 from ..model.findings import FileResult
 from ..syntax.lines import physical_lines
+from ..syntax.diffs import unified_diff
 from .notebooks import notebook_diff
 from .sources import SourceChanged, SourceError, SourceFile, read_source, write_source
 
@@ -86,7 +86,7 @@ class FixResult:
         if self.source is not None and self.source.notebook is not None:
             return notebook_diff(self.path, self.original, self.fixed)
         return "".join(
-            difflib.unified_diff(
+            unified_diff(
                 physical_lines(self.original, keepends=True),
                 physical_lines(self.fixed, keepends=True),
                 fromfile=f"a/{self.path}",

@@ -13,7 +13,6 @@ statement, imports to remove) is applied to the whole module as before.
 from __future__ import annotations
 
 import ast
-import difflib
 from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -22,6 +21,7 @@ from ..knowledge.torch_releases import binding_imports
 from ..model.findings import Edit, FixInfo, Location
 from ..syntax.cst_nodes import import_aliases
 from ..syntax.cst_walk import nodes_of
+from ..syntax.diffs import AnchoredMatcher
 from ..syntax.lines import physical_lines
 from ..syntax.positions import innermost_statement, statement_code, statement_twins
 from .context import Analysis, RawFinding
@@ -355,7 +355,7 @@ def line_edits(old: str, new: str) -> List[Edit]:
     old_lines = physical_lines(old, keepends=True)
     new_lines = physical_lines(new, keepends=True)
     edits = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    matcher = AnchoredMatcher(a=old_lines, b=new_lines, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             edits.append(Edit("".join(new_lines[j1:j2]), Location(i1 + 1, 1), Location(i2 + 1, 1)))

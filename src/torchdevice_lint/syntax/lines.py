@@ -7,9 +7,10 @@ would be off by one in code frames, ``noqa`` comments and fix edits.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import List, Tuple
+
+from .diffs import AnchoredMatcher
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -53,7 +54,7 @@ def text_edits(old: str, new: str, lines: Lines) -> List[dict]:
     """LSP text edits, in whole lines, that turn ``old`` into ``new``."""
     before, after = physical_lines(old, keepends=True), physical_lines(new, keepends=True)
     edits = []
-    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    matcher = AnchoredMatcher(a=before, b=after, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
             edits.append({"range": lines.range((i1 + 1, 1), (i2 + 1, 1)), "newText": "".join(after[j1:j2])})
