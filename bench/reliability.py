@@ -104,13 +104,29 @@ def stray_hunks(fix_pass: FixPass, bindings: Sequence[str]) -> List[str]:
         if tag == "equal":
             continue
         if i1 == i2:
-            touches = any(start - 1 <= i1 <= end for start, end in fix_pass.intended)
+            touches = any(start - 1 <= at <= end for at in _same_insertion(old, new[j1:j2], i1) for start, end in fix_pass.intended)
         else:
             touches = any(i1 < end and start - 1 < i2 for start, end in fix_pass.intended)
         if touches or all(_is_file_level_line(line, bindings) for line in old[i1:i2] + new[j1:j2]):
             continue
         stray.append(f"lines {i1 + 1}-{i2}: {old[i1:i2]!r} -> {new[j1:j2]!r}")
     return stray
+
+
+def _same_insertion(old: List[str], block: List[str], at: int) -> List[int]:
+    """Where else inserting ``block`` at ``at`` gives the same text: before a line equal to its
+    last line, the diff may show an inserted ``if`` block one line below the fix's own."""
+    places = [at]
+    for step in (-1, 1):
+        here, shifted = at, list(block)
+        while shifted and (0 < here if step < 0 else here < len(old)):
+            edge = old[here - 1] if step < 0 else old[here]
+            if edge != (shifted[-1] if step < 0 else shifted[0]):
+                break
+            shifted = [edge] + shifted[:-1] if step < 0 else shifted[1:] + [edge]
+            here += step
+            places.append(here)
+    return places
 
 
 @dataclass
