@@ -38,6 +38,15 @@ def test_an_option_off_by_default_in_another_module_still_guards(tmp_path):
     assert codes(project(tmp_path, "False"), Projects()) == []
 
 
+def test_scripts_disagreeing_on_an_option_give_a_module_the_default_of_its_importers(tmp_path):
+    gan = project(tmp_path, "True")
+    (tmp_path / "main.py").write_text(OPTIONS.format("True") + "from models.gan import GAN\n")
+    (tmp_path / "demo.py").write_text(OPTIONS.format("False"))
+    assert codes(gan, Projects()) == ["TDV101"]  # main.py, on by default, imports it
+    (tmp_path / "demo.py").write_text(OPTIONS.format("False") + "from models.gan import GAN\n")
+    assert codes(gan, Projects()) == []  # imported by both: the default is unknown, the flag a guard
+
+
 def test_a_file_judged_alone_keeps_the_flag_as_a_guard(tmp_path):
     assert codes(project(tmp_path, "True")) == []
 
@@ -287,3 +296,16 @@ def test_trees_beyond_the_budget_are_parsed_again_by_the_first_stage(tmp_path):
     trees = KeptTrees([str(tmp_path / "a.py")], budget=5)
     trees.keep(str(tmp_path / "a.py"), "x = 1\n", ast.parse("x = 1\n"))
     assert trees.take(str(tmp_path / "a.py"), "x = 1\n") is None
+
+
+def test_a_state_dict_saved_after_the_module_moved_to_the_cpu_is_cpu_data():
+    from torchdevice_lint.project.facts import module_facts
+
+    def saved(body: str) -> list:
+        source = "import torch\n\ndef train(net, load):\n" + body + "    torch.save(net.module.state_dict(), 'final.pth')\n"
+        return module_facts(ast.parse(source)).cpu_saved_files
+
+    assert saved("    net.cpu()\n") == ["final.pth"]
+    assert saved("    net.cpu()\n    net.cuda()\n") == []  # moved back before the save
+    assert saved("    if not load:\n        net = net.cpu()\n") == []  # GraphMAE: only on one path
+    assert saved("    other.cpu()\n") == []

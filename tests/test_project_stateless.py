@@ -25,6 +25,12 @@ def test_a_loss_keeping_numbers_and_its_constant_defaults_is_proven():
     assert proven(source) == {"Loss"}
 
 
+def test_a_loss_keeping_a_plain_tensor_is_proven():
+    """A tensor assigned to an attribute is not registered: ``Module.cuda()`` leaves it."""
+    source = "class Loss(nn.Module):\n    def __init__(self, t):\n        super().__init__()\n        self.thresh = -torch.log(torch.tensor(t)).float()\n"
+    assert proven(source) == {"Loss"}
+
+
 def test_a_subclass_of_a_proven_class_is_proven():
     assert proven("class Base(nn.Module):\n    pass\n\nclass Loss(Base):\n    pass\n") == {"Base", "Loss"}
 
@@ -44,8 +50,10 @@ def test_a_subclass_of_a_proven_class_is_proven():
         "class Loss(six.Base):\n    pass\n",
         "class Loss(nn.Linear):\n    pass\n",
         "class Loss(nn.Module):\n    weight = nn.Parameter(None)\n",
+        "class Loss(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.zeros(2))\n",
+        "class Loss(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.w = torch.zeros(2).requires_grad_()\n",
     ],
-    ids=["layer-submodule", "weighted-loss-submodule", "unknown-submodule", "argument-defaulting-to-None", "argument-called", "argument-method-called", "buffer", "setattr", "metaclass", "unknown-base", "layer-base", "class-parameter"],
+    ids=["layer-submodule", "weighted-loss-submodule", "unknown-submodule", "argument-defaulting-to-None", "argument-called", "argument-method-called", "buffer", "setattr", "metaclass", "unknown-base", "layer-base", "class-parameter", "parameter-of-a-tensor", "tensor-method-unknown"],
 )
 def test_what_may_hold_a_tensor_or_module_is_unproven(source):
     assert proven(source) == set()

@@ -43,6 +43,9 @@ class ContextReader:
         self._instances: Dict[str, Optional[Set[str]]] = {}
         self._parameters: Set[str] = set()
         self._spawns: List[ast.Call] = []
+        #: What follows ``if not torch.cuda.is_available(): return`` in a function's body: its
+        #: calls run only with CUDA.
+        self._after_exits: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
 
     def read_assign(self, target: ast.expr, value: ast.expr) -> None:
         if type(target) is not ast.Name:
@@ -60,6 +63,13 @@ class ContextReader:
         for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
             if argument is not None:
                 self._parameters.add(argument.arg)
+        body = function.body
+        for index, statement in enumerate(body[:-1]):
+            if type(statement) is ast.If and not statement.orelse and _leaves(statement.body) and (
+                ast_guards.sign(statement.test) == guards.NEGATIVE
+            ):  # lrjconan/GRAN@fc9c04a utils/data_parallel.py:77-91
+                self._after_exits.append(_span(body[index + 1:]))
+                break
 
     def read_spawn(self, call: ast.Call) -> None:
         self._spawns.append(call)
@@ -69,7 +79,7 @@ class ContextReader:
         proves it (``ast_guards.sign``, or a name bound only to a device test)."""
         devices = {name for name, test in self._device_tests.items() if test and name not in self._parameters}
         spans = [_span(node.body) for node in self.conditions if _proves_cuda(node.test, devices)]
-        return Coverage(spans)
+        return Coverage(spans + self._after_exits)
 
     def receivers(self) -> Dict[str, tuple]:
         """Name -> the classes it is constructed from, where that is all that binds it."""
@@ -103,6 +113,12 @@ class ContextReader:
             _several_processes(node.test) and node.body[0].lineno <= call.lineno <= node.body[-1].end_lineno
             for node in self.conditions
         )
+
+
+def _leaves(block: List[ast.stmt]) -> bool:
+    """Whether a block ends by returning: the program goes on without CUDA (a ``raise`` or an
+    ``exit`` there refuses to run, which exempts nothing)."""
+    return type(block[-1]) is ast.Return
 
 
 def _span(nodes: List[ast.stmt]) -> Tuple[Tuple[int, int], Tuple[int, int]]:

@@ -133,7 +133,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 continue  # names, subscripts, operations...: most nodes, and nothing to read
             if kind is Call:
                 found.append((node, caller))
-                path_name = _read_call(node, facts, context)
+                path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)
                 if "." in caller and last_name(node.func) == "save" and len(node.args) > 1:
                     _read_class_save(caller.partition(".")[0], node.args[1], root, facts)
                 if path_name is not None:  # bound in its function, or anywhere at module level
@@ -260,12 +260,12 @@ def _tests_availability(test: ast.expr) -> bool:
     )
 
 
-def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader) -> Optional[str]:
+def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope: ast.AST) -> Optional[str]:
     """What a call says besides its record: a save of ``.cpu()`` values, an option, a spawn.
     Returns the variable a save of ``.cpu()`` values writes to (``torch.save(pred.cpu(), fname)``),
-    read once the walk has seen its binding."""
+    read once the walk has seen its binding. ``scope``: the function (or module) of the call."""
     name = last_name(call.func)
-    if name == "save" and len(call.args) > 1 and _moves_to_cpu(call.args[0]):
+    if name == "save" and len(call.args) > 1 and (_moves_to_cpu(call.args[0]) or _state_after_cpu(call, scope)):
         if type(call.args[1]) is ast.Name:
             return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))
@@ -325,6 +325,62 @@ def file_names(path: ast.expr) -> List[str]:
 
 def _moves_to_cpu(value: ast.expr) -> bool:
     return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
+
+
+def _state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
+    """``net.cpu()`` then ``torch.save(net.state_dict(), path)``, or of a name bound to the state
+    dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module
+    before the save is ``.cpu()``."""
+    saved = save.args[0]
+    values = [saved]
+    if type(saved) is ast.Name:
+        values = [
+            node.value for node in nodes_below(scope)
+            if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == saved.id for target in node.targets)
+        ]
+    owners = set()
+    for value in values:
+        states = [node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"]
+        if not states:
+            return False
+        owners.update(_root_name(state.func.value) if type(state.func) is ast.Attribute else None for state in states)
+    if not owners or None in owners:
+        return False
+    for owner in owners:
+        moves = [
+            node for node in nodes_below(scope)
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in ("cpu", "cuda", "to")
+            and _root_name(node.func.value) == owner and node.lineno < save.lineno
+        ]
+        last = max(moves, key=lambda node: (node.lineno, node.col_offset), default=None)
+        if last is None or last.func.attr != "cpu" or type(last.func.value) is not ast.Name or _maybe_skipped(last, save, scope):
+            return False
+    return True
+
+
+def _maybe_skipped(move: ast.Call, save: ast.Call, scope: ast.AST) -> bool:
+    """Whether a branch or loop holds the move but not the save: the move may not run first
+    (THUDM/GraphMAE@b14f080 main_graph.py:179-188 moves to the CPU only when it trained)."""
+    for node in nodes_below(scope):
+        if type(node) in _BRANCHING and node is not scope and _within(move, node) and not _within(save, node):
+            return True
+    return False
+
+
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.IfExp)
+
+
+def _within(inner: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+    )
+
+
+def _root_name(node: ast.expr) -> Optional[str]:
+    """``net`` of ``net.module``; None where the chain does not start at a name."""
+    while type(node) is ast.Attribute:
+        node = node.value
+    return node.id if type(node) is ast.Name else None
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:

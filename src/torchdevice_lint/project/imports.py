@@ -29,6 +29,8 @@ class ImportResolver:
         self._exports: Dict[str, Tuple[Dict[str, str], Dict[str, str]]] = {}
         #: (importing folder, module) -> ``_candidates``: a folder's modules import much the same.
         self._found: Dict[Tuple[str, str], List[str]] = {}
+        #: path -> the modules importing it, found once for the project (``importers``).
+        self._importers: Optional[Dict[str, Set[str]]] = None
 
     def brought(self, path: str) -> Tuple[Dict[str, str], Dict[str, str]]:
         """(torch names, device kinds) that the module at ``path`` takes from the project's other
@@ -83,6 +85,17 @@ class ImportResolver:
         if depth == MAX_DEPTH - 1:  # a complete answer (deeper ones are cut short): kept for the next importer
             self._exports[path] = (names, devices)
         return names, devices
+
+    def importers(self, path: str) -> Set[str]:
+        """The project's modules that import the module at ``path`` by name."""
+        if self._importers is None:
+            self._importers = {}
+            for importer, facts in self.modules.items():
+                for imported in facts.imports.values():
+                    target = self.find(importer, imported.partition(":")[0])
+                    if target is not None:
+                        self._importers.setdefault(target, set()).add(importer)
+        return self._importers.get(path, set())
 
     def find(self, importer: str, module: str) -> Optional[str]:
         """The path of the project's module ``module`` as ``importer`` imports it, or None."""

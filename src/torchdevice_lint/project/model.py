@@ -83,6 +83,8 @@ class Project:
         self._facts: Optional[ProjectFacts] = None
         #: Each module's facts with what its imports of the project's modules bring, by path.
         self._file_facts: Dict[str, ProjectFacts] = {}
+        #: Options defined with different defaults: name -> the default of each defining module.
+        self._disagreeing: Optional[Dict[str, Dict[str, object]]] = None
         self._resolver = ImportResolver(root, self.modules)
         files = list(itertools.islice(python_files(root), MAX_FILES + 1))
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
@@ -98,6 +100,7 @@ class Project:
         self.modules[os.path.abspath(path)] = facts
         self._facts = None
         self._file_facts = {}
+        self._disagreeing = None
         self._resolver = ImportResolver(self.root, self.modules)
         return tree
 
@@ -128,8 +131,36 @@ class Project:
             facts = self.facts
             if names or devices:
                 facts = dataclasses.replace(facts, imported=names, imported_devices=devices)
+            options = self._options_as_read(path, facts)
+            if options:
+                facts = dataclasses.replace(facts, options={**facts.options, **options})
             self._file_facts[path] = facts
         return self._file_facts[path]
+
+    def _options_as_read(self, path: str, facts: ProjectFacts) -> Dict[str, object]:
+        """Options whose scripts give them different defaults, as the module at ``path`` reads
+        them: the default of the scripts that import it, where they agree (kaituoxu/Conv-TasNet@0d9d9dc
+        src/solver.py:21,174 reads ``--use_cuda``, 1 in train.py, its only importer, and 0 in
+        two other scripts). A module that defines the option reads its own."""
+        if self._disagreeing is None:
+            defined: Dict[str, Dict[str, object]] = {}
+            for module, module_facts in self.modules.items():
+                for name, default in module_facts.options.items():
+                    defined.setdefault(name, {})[module] = default
+            self._disagreeing = {
+                name: by_module for name, by_module in defined.items()
+                if name not in facts.options and len(set(map(repr, by_module.values()))) > 1
+                and not any(name in module_facts.unknown_options for module_facts in self.modules.values())
+            }
+        found: Dict[str, object] = {}
+        for name, by_module in self._disagreeing.items():
+            if path in by_module:
+                found[name] = by_module[path]
+                continue
+            defaults = {repr(by_module[importer]): by_module[importer] for importer in self._resolver.importers(path) if importer in by_module}
+            if len(defaults) == 1:
+                found[name] = next(iter(defaults.values()))
+        return found
 
 
 

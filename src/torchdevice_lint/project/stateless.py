@@ -111,7 +111,10 @@ def _method_keeps_constants(method: ast.AST, imports: Mapping[str, str], held: _
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = [target for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if _attribute_of(target, me)]
             from_argument = isinstance(node.value, ast.Name) and node.value.id in arguments
-            if targets and (from_argument or _constant(node.value) or _empty_submodule(node.value, imports, held.classes)):
+            if targets and (
+                from_argument or _constant(node.value) or _plain_tensor(node.value, imports)
+                or _empty_submodule(node.value, imports, held.classes)
+            ):
                 allowed.update(id(target) for target in targets)
                 if from_argument:
                     held.arguments.update(target.attr for target in targets)
@@ -167,6 +170,25 @@ def _rooted_at(node: ast.expr, me: str) -> bool:
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     return isinstance(node, ast.Name) and node.id == me
+
+
+#: Tensor methods whose result is a plain tensor again (never a parameter or a module).
+_TENSOR_METHODS = frozenset({"cuda", "cpu", "to", "float", "double", "long", "int", "half", "bool", "detach", "clone"})
+
+
+def _plain_tensor(value: ast.expr, imports: Mapping[str, str]) -> bool:
+    """A tensor made by a ``torch.*`` function (``-torch.log(torch.tensor(t)).cuda()``,
+    CoinCheung/BiSeNet@6b4b67a old/loss.py:15): an attribute holding it is not registered, so
+    ``Module.cuda()`` leaves it where it is."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        value = value.operand
+    if not isinstance(value, ast.Call):
+        return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in _TENSOR_METHODS:
+        return _plain_tensor(value.func.value, imports)
+    name = _resolved(value.func, imports) or ""
+    head, _, function = name.partition(".")
+    return head == "torch" and function.islower() and function.isidentifier()
 
 
 def _constant(value: ast.expr) -> bool:

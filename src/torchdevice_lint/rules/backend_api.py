@@ -141,6 +141,10 @@ class UnguardedCudaApi(Rule):
         # past a return where CUDA is missing, whatever the other branches do (FoundationVision/VAR@78b9539 dist.py:22-32)
         Valid("import os\nimport torch\n\ndef initialize():\n    if not torch.cuda.is_available():\n        return\n    elif 'RANK' not in os.environ:\n"
               "        torch.cuda.set_device(0)\n        return\n    torch.cuda.set_device(int(os.environ['RANK']) % torch.cuda.device_count())\n"),
+        # a helper called only past such a return (lrjconan/GRAN@fc9c04a utils/data_parallel.py:17,77-91)
+        Valid("import torch\n\ndef balance(ids):\n    return [torch.cuda.get_device_properties(i) for i in ids]\n\n"
+              "class Parallel:\n    def __init__(self, ids):\n        if not torch.cuda.is_available():\n            return\n        balance(ids)\n",
+              files={"train.py": "from example import Parallel\n"}),
         # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
         Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
         Valid("from numba import cuda\ncuda.synchronize()\n"),

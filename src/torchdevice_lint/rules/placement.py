@@ -14,16 +14,12 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF,
-    EMPTY_LOSS, FFI_TEST_SCRIPT, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, PREPARE_Z_Y,
-    REBOUND_USE_GPU, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEVICE,
+    EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES,
+    OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
-#: What the fix writes where no device is bound: the module-level binding, or, where that name is
-#: taken, the expression itself (the examples' default target torch).
-INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
-DEVICE = f"device = {INLINE}\n"
 
 _GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
 
@@ -168,6 +164,7 @@ class CudaMethodCall(Rule):
                 "if args.use_cuda:\n    model.to(device)\n"
             ),
         ),
+        OPTION_OF_THE_IMPORTER,  # the default of the script that imports the module
         # a name the module only ever sets to True (Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479)
         Invalid(CONSTANT_FLAG_ON, fixed="import torch\n\n" + DEVICE + CONSTANT_FLAG_ON[13:].replace(".cuda()", ".to(device)")),
         # a look-alike of a collective (a strategy's own barrier) is no process group

@@ -15,7 +15,7 @@ from ..syntax.cst_nodes import last_name, source_of
 from .support.common import display_only, keyword, keyword_arg, positional
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
-    RESUMED_IN_LOOP, saved_checkpoint,
+    RESUMED_IN_LOOP, STATE_LOADER, STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, saved_checkpoint,
 )
 from .support.saved_files import (
     LOADERS,
@@ -82,6 +82,7 @@ class LoadWithoutMapLocation(Rule):
     triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
+        Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`
         # another module of the project writes the file from `.cpu()` values
         Valid(
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
@@ -201,6 +202,7 @@ class LoadWithoutMapLocation(Rule):
         ),
     )
     invalid = (
+        Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',

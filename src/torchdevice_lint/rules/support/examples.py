@@ -10,6 +10,11 @@ from typing import Tuple
 
 from ...engine.rule import Invalid, Valid
 
+#: What the fix writes where no device is bound: the module-level binding, or, where that name is
+#: taken, the expression itself (the examples' default target torch).
+INLINE = 'torch.device("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'
+DEVICE = f"device = {INLINE}\n"
+
 KERNEL_SETUP = (
     "from setuptools import setup\nfrom torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
     "setup(\n    name='fused',\n    ext_modules=[CUDAExtension('fused_ops', ['fused.cpp', 'fused_kernel.cu'])],\n"
@@ -109,12 +114,14 @@ EMPTY_LOSS = (
 )
 LOSS_USER = "import importlib\nMODEL = importlib.import_module('models.pointnet')\ncriterion = MODEL.get_loss()\ncriterion = criterion.cuda()\n"
 #: THUDM/GCC@20398aa train.py:634-635, gcc/contrastive/criterions.py:5-10: either of two losses that
-#: hold only an unweighted nn.CrossEntropyLoss.
+#: hold only an unweighted nn.CrossEntropyLoss (and a plain tensor, which is not registered:
+#: CoinCheung/BiSeNet@6b4b67a old/loss.py:15,48).
 NCE_LOSSES = Valid(
     "from criterions import NCESoftmaxLoss, NCESoftmaxLossNS\n\ndef build(args):\n"
     "    criterion = NCESoftmaxLoss() if args.moco else NCESoftmaxLossNS()\n    criterion = criterion.cuda(args.gpu)\n",
-    files={"criterions.py": "import torch.nn as nn\n\nclass NCESoftmaxLoss(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-           "        self.criterion = nn.CrossEntropyLoss()\n\nclass NCESoftmaxLossNS(NCESoftmaxLoss):\n    pass\n"},
+    files={"criterions.py": "import torch\nimport torch.nn as nn\n\nclass NCESoftmaxLoss(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.criterion = nn.CrossEntropyLoss()\n        self.thresh = -torch.log(torch.tensor(0.7))\n\n"
+           "class NCESoftmaxLossNS(NCESoftmaxLoss):\n    pass\n"},
 )
 #: wvangansbeke/Unsupervised-Classification@952ec31 simclr.py:76-78, utils/common_config.py:14-30: a loss
 #: chosen by configuration, each keeping only the numbers handed in.
@@ -237,4 +244,30 @@ CONSTANT_FLAGS_OFF = (
     Valid("import torch\n\nclass Loader:\n    def __init__(self, pin):\n        self.pin = pin and torch.cuda.is_available()\n\n    def start(self, x):\n        return x.cuda() if self.pin else x\n"),
     Valid(CONSTANT_FLAG_ON.replace("True", "False")),
     Valid(CONSTANT_FLAG_ON.replace("if use_cuda", "if not torch.cuda.is_available():\n    use_cuda = False\nif use_cuda")),
+)
+
+#: CoinCheung/BiSeNet@6b4b67a old/train.py:167-169 and old/evaluate.py:157: the trainer moves the
+#: network to the CPU before saving its state, so the evaluator loads CPU tensors only; one that
+#: moves it back to CUDA first saves CUDA tensors.
+STATE_LOADER = "import torch\nnet.load_state_dict(torch.load('res/model_final.pth'))\n"
+STATE_SAVED_AFTER_CPU = {
+    "train.py": (
+        "import os\nimport torch\n\ndef train(net, respth):\n    net.cuda()\n    fit(net)\n"
+        "    save_pth = os.path.join(respth, 'model_final.pth')\n    net.cpu()\n"
+        "    state = net.module.state_dict() if hasattr(net, 'module') else net.state_dict()\n"
+        "    torch.save(state, save_pth)\n"
+    )
+}
+STATE_SAVED_FROM_CUDA = {"train.py": STATE_SAVED_AFTER_CPU["train.py"].replace("    net.cpu()\n", "    net.cpu()\n    net.cuda()\n")}
+
+#: kaituoxu/Conv-TasNet@0d9d9dc src/solver.py:21,174, src/train.py:54: ``--use_cuda`` is 1 in the
+#: script that imports the solver and 0 in another script: the solver reads train.py's.
+_SOLVER = "import torch\n\nclass Solver:\n    def __init__(self, args):\n        self.use_cuda = args.use_cuda\n\n    def run(self, x):\n        if self.use_cuda:\n            x = x.cuda()\n        return x\n"
+OPTION_OF_THE_IMPORTER = Invalid(
+    _SOLVER,
+    files={
+        "train.py": "import argparse\nfrom example import Solver\np = argparse.ArgumentParser()\np.add_argument('--use_cuda', type=int, default=1)\n",
+        "separate.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--use_cuda', type=int, default=0)\n",
+    },
+    fixed="import torch\n\n" + DEVICE + _SOLVER[len("import torch\n"):].replace("x.cuda()", "x.to(device)"),
 )
