@@ -22,7 +22,7 @@ from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
 from ..syntax.cst_nodes import child_blocks, dotted_name, last_name, string_value
-from ..syntax.cst_walk import LEAF_TYPES, TRIVIA_TYPES, walk
+from ..syntax.cst_walk import LEAF_TYPES, TRIVIA_TYPES, nodes_of, walk
 from ..syntax.positions import node_positions
 from . import noqa
 from .context import Analysis, FileContext
@@ -130,6 +130,8 @@ class _BatchedPass(cst.CSTVisitor):
         decorators = getattr(node, "decorators", ())
         if any(self._decorator_guards(d.decorator) for d in decorators):
             self._guard(node.body)
+        elif isinstance(node, cst.FunctionDef) and not decorators and _never_used(node, self.ctx.scopes, self.ctx.stack, self.ctx.module):
+            self._guard(node.body)  # a nested helper its function never names never runs
         body = getattr(node.body, "body", ())
         if isinstance(node, cst.FunctionDef) and any(
             distributed_code.sets_up_distributed(s, self.setups, self.ctx.qualname) for s in body
@@ -323,3 +325,22 @@ def _within(code_range, spans) -> bool:
 
 def _rows(code_range) -> set:
     return {code_range.start.line, code_range.end.line}
+
+
+def _never_used(function: cst.FunctionDef, scopes: list, stack: list, module: cst.Module) -> bool:
+    """Whether ``function`` is defined in another function, or in a script's ``if __name__ ==
+    "__main__":`` block, that never names it again (facebookresearch/DeepSDF@48c19b8
+    train_deep_sdf.py:307, reconstruct.py:145): dead code."""
+    outer = scopes[-2] if len(scopes) > 1 else module
+    if outer is module:
+        if not any(isinstance(node, cst.If) and _tests_main(node.test) for node in stack):
+            return False
+    elif not isinstance(outer, cst.FunctionDef):
+        return False
+    name = function.name.value
+    names = [node.value for node in nodes_of(outer if isinstance(outer, cst.Module) else outer.body, cst.Name)]
+    return names.count(name) == 1 and "locals" not in names and "vars" not in names and "globals" not in names
+
+
+def _tests_main(test: cst.BaseExpression) -> bool:
+    return isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"

@@ -14,7 +14,8 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEVICE,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CALLED_HELPER, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY,
+    CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE,
     EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES,
     OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
 )
@@ -68,6 +69,7 @@ class CudaMethodCall(Rule):
             "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"
         ),
         *CONSTANT_FLAGS_OFF,  # a name or attribute set to False, or to True only where CUDA is there
+        *DEAD_HELPERS,  # nested helpers nothing names
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
         # only a tensor already on CUDA takes this branch (TDV202 reports the check itself)
@@ -164,7 +166,7 @@ class CudaMethodCall(Rule):
                 "if args.use_cuda:\n    model.to(device)\n"
             ),
         ),
-        OPTION_OF_THE_IMPORTER,  # the default of the script that imports the module
+        OPTION_OF_THE_IMPORTER, CALLED_HELPER,  # the default of the script that imports the module; a helper called
         # a name the module only ever sets to True (Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479)
         Invalid(CONSTANT_FLAG_ON, fixed="import torch\n\n" + DEVICE + CONSTANT_FLAG_ON[13:].replace(".cuda()", ".to(device)")),
         # a look-alike of a collective (a strategy's own barrier) is no process group

@@ -271,3 +271,15 @@ OPTION_OF_THE_IMPORTER = Invalid(
     },
     fixed="import torch\n\n" + DEVICE + _SOLVER[len("import torch\n"):].replace("x.cuda()", "x.to(device)"),
 )
+
+#: facebookresearch/DeepSDF@48c19b8 train_deep_sdf.py:307, reconstruct.py:145: helpers defined in
+#: a function or a script's main block that never names them again never run; one it calls does.
+_HELPER = "    def empirical_stat(vecs):\n        return torch.zeros(0).cuda()\n"
+DEAD_HELPERS = (
+    Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
+    Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
+)
+CALLED_HELPER = Invalid(
+    "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
+    fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",
+)
