@@ -77,9 +77,11 @@ def test_a_device_chosen_by_an_availability_branch_is_portable(tmp_path):
 def test_stored_import_facts_read_back_equal_to_parsed_ones(tmp_path):
     write(tmp_path, {"utils.py": PORTABLE + '__all__ = ["device"]\n', "train.py": "from utils import *\n"})
     store = StoredFacts(tmp_path / "cache")
-    first = Projects(store.load())
+    cache, prints = store.load()
+    first = Projects(cache, prints=prints)
     facts = first.facts_for(str(tmp_path / "train.py"))
-    store.save(first.cache)
-    again = Projects(StoredFacts(tmp_path / "cache").load())
+    store.save(first.cache, prints)
+    cache, prints = StoredFacts(tmp_path / "cache").load()
+    again = Projects(cache, prints=prints)
     assert again.facts_for(str(tmp_path / "train.py")) == facts and again.cache.parsed == 0
     assert facts.imported_devices == {"device": "portable"} and facts.imported == {}

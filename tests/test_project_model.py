@@ -11,7 +11,8 @@ from pathlib import Path
 
 from torchdevice_lint import api
 from torchdevice_lint.app.cache import StoredFacts
-from torchdevice_lint.project.model import KeptTrees, Projects, project_root
+from torchdevice_lint.project.model import Projects, project_root
+from torchdevice_lint.project.stored import KeptTrees
 
 OPTIONS = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default={})\n"
 MODEL = "import torch\n\n\nclass GAN:\n    def __init__(self, args):\n        self.gpu_mode = args.gpu_mode\n        if self.gpu_mode:\n            self.G = self.G.cuda()\n"
@@ -120,9 +121,10 @@ def test_the_cached_result_of_a_file_changes_when_another_module_of_its_project_
 def stored_projects(tmp_path: Path, cache: Path) -> Projects:
     """The projects as the command line reads them with a cache directory."""
     store = StoredFacts(cache)
-    projects = Projects(store.load())
-    projects.of(str(tmp_path / "main.py"))
-    store.save(projects.cache)
+    facts, prints = store.load()
+    projects = Projects(facts, prints=prints)
+    projects.read(str(tmp_path / "main.py"))
+    store.save(projects.cache, prints)
     return projects
 
 
@@ -155,13 +157,14 @@ def test_an_edited_stored_entry_is_parsed_again(tmp_path):
     project(tmp_path / "tree", "False")
     store = stored_projects(tmp_path / "tree", tmp_path / "cache")
     path = StoredFacts(tmp_path / "cache").path
-    entries = json.loads(path.read_text())
+    stored = json.loads(path.read_text())
+    entries = stored["modules"]
     for key, (encoded, checksum) in entries.items():
         fields = marshal.loads(base64.b64decode(encoded))
         if fields[0].get("gpu_mode") is False:
             edited = (dict(fields[0], gpu_mode=True), *fields[1:])
             entries[key] = [base64.b64encode(marshal.dumps(edited)).decode(), checksum]
-    path.write_text(json.dumps(entries))
+    path.write_text(json.dumps(stored))
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(tmp_path / "tree" / "models" / "gan.py", again) == [] == codes(tmp_path / "tree" / "models" / "gan.py", store)
@@ -264,7 +267,7 @@ def test_calls_of_another_module_s_namesake_do_not_count(tmp_path):
 def test_the_first_stage_takes_the_tree_the_model_parsed_of_a_checked_file(tmp_path):
     model = project(tmp_path, "True")
     projects = Projects(checked=[str(model)])
-    projects.of(str(model))
+    projects.read(str(model))
     assert set(projects.trees._kept) == {str(model)}  # main.py is read for the model, not checked
     assert codes(model, projects) == ["TDV101"]
     assert projects.trees._kept == {} and projects.take_tree(str(model), model.read_text()) is None
@@ -273,7 +276,7 @@ def test_the_first_stage_takes_the_tree_the_model_parsed_of_a_checked_file(tmp_p
 def test_a_tree_parsed_from_other_text_is_not_taken(tmp_path):
     model = project(tmp_path, "True")
     projects = Projects(checked=[str(model)])
-    projects.of(str(model))
+    projects.read(str(model))
     assert projects.take_tree(str(model), model.read_text() + "\nx = 1\n") is None
 
 
@@ -286,7 +289,7 @@ def test_trees_are_parsed_from_the_text_the_checker_decodes(tmp_path):
     undecodable = tmp_path / "undecodable.py"
     undecodable.write_bytes(b"name = '\xe9'\n")
     projects = Projects(checked=[str(model), str(declared), str(marked), str(undecodable)])
-    projects.of(str(model))
+    projects.read(str(model))
     assert set(projects.trees._kept) == {str(model), str(declared), str(marked)}
     assert projects.take_tree(str(declared), "# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n") is not None
     assert projects.take_tree(str(marked), "import torch\n") is not None

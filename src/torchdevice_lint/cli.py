@@ -297,7 +297,7 @@ def _check_command(args: argparse.Namespace) -> int:
         if source is None:
             return EXIT_ERROR
         results = [] if _stdin_excluded(args, resolver, run) else [
-            check_file(Engine(run, all_rules(), _projects([source.path], source)), source.path, with_edits, source=source)
+            check_file(Engine(run, all_rules(), _buffer_projects(source)), source.path, with_edits, source=source)
         ]
         targets = ""
     else:
@@ -306,10 +306,10 @@ def _check_command(args: argparse.Namespace) -> int:
         results = []
         groups = [(settings, group, _cache(args, settings, with_edits)) for settings, group in resolver.groups(files)]
         try:
-            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None), named=args.paths)
-            for settings, group, cache in groups:
-                results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
-                                           cache=cache, on_done=progress.advance))
+            with stored_projects(_model_cache(groups), files, args.paths) as projects:
+                for settings, group, cache in groups:
+                    results.extend(check_paths(Engine(settings, all_rules(), projects), group, with_edits, jobs=args.jobs,
+                                               cache=cache, on_done=progress.advance))
         finally:
             progress.close()
         targets = resolver.targets_note(files)
@@ -338,14 +338,15 @@ def _write_baseline_command(path: str, results: Sequence[FileResult], missing: S
     return EXIT_ERROR if missing or any(r.error for r in results) else EXIT_CLEAN
 
 
-def _projects(paths: Sequence[str], buffer: Optional[SourceFile] = None, stored: Optional[Path] = None, named=()) -> Projects:
-    """The projects of ``paths`` (a buffer on stdin stands for its file; ``named``: the command line's paths),
-    read here from ``stored``, the cache directory of module facts, else as each first file is checked."""
-    with stored_projects(stored, paths, named) as projects:
-        for path in paths if stored is not None or buffer is not None else ():
-            project = projects.of(path)
-            if buffer is not None and project is not None:
-                project.update(path, buffer.text)
+def _model_cache(groups) -> Optional[Path]:  # the project model is kept with the first results cache
+    return next((cache.directory for _, _, cache in groups if cache is not None), None)
+
+
+def _buffer_projects(buffer: SourceFile) -> Projects:  # a buffer on stdin stands for its file
+    projects = Projects(checked=[buffer.path])
+    project = projects.of(buffer.path)
+    if project is not None:
+        project.update(buffer.path, buffer.text)
     return projects
 
 
@@ -433,7 +434,7 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
         if _stdin_excluded(args, resolver, run):
             sys.stdout.write("" if args.diff else source.text)
             return EXIT_CLEAN
-        engine = Engine(run, all_rules(), _projects([source.path], source))
+        engine = Engine(run, all_rules(), _buffer_projects(source))
         result = fix_file(engine, source.path, run.unsafe_fixes, write=False, source=source)
         if result.error:
             sys.stdout.write(source.text)
@@ -450,11 +451,10 @@ def _fix_run(args: argparse.Namespace, resolver: SettingsResolver, run: Settings
     results = []
     try:
         with StopOnInterrupt() as stop:
-            projects = _projects(files, stored=next((cache.directory for _, _, cache in groups if cache is not None), None), named=args.paths)
-            for settings, group, cache in groups:
-                results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write, jobs=args.jobs,
-                                         cache=cache, stop=lambda: stop.requested,
-                                         on_done=progress.advance))
+            with stored_projects(_model_cache(groups), files, args.paths) as projects:
+                for settings, group, cache in groups:
+                    results.extend(fix_paths(Engine(settings, all_rules(), projects), group, settings.unsafe_fixes, write,
+                                             jobs=args.jobs, cache=cache, stop=lambda: stop.requested, on_done=progress.advance))
         interrupted = stop.requested
     except KeyboardInterrupt:  # a second SIGINT stops inside a file; its write still completes
         interrupted = True

@@ -21,12 +21,10 @@ recomputes it: whoever may write the cache directory may as well write the check
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import dataclasses
 import hashlib
 import json
-import marshal
 import os
 import re
 import stat
@@ -34,17 +32,17 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..model.errors import FileError
 from ..model.findings import Edit, FileResult, Finding, FixInfo, Location
 from ..model.fixes import Applicability
 from ..model.settings import ConfigError, Settings
-from ..project import calls as project_calls
-from ..project.facts import ModuleFacts
-from ..project.kernel_code import well_formed as kernels_well_formed
-from ..project.model import FactsCache, Projects
+from ..project.model import Projects
+from ..project.prints import StoredPrints
+from ..project.prints import well_formed as prints_well_formed
+from ..project.stored import FactsCache, facts_entry, facts_from_entry, prints_checksum
 from ..rules import all_rules
 
 CACHE_DIR_NAME = ".torchdevice_cache"
@@ -368,31 +366,41 @@ class StoredFacts:
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
         self.path = self.directory / f"facts-{hashlib.sha256(_tool_fingerprint().encode()).hexdigest()[:20]}.json"
-        #: The entries read back, by hash: saved again as they are.
-        self._read: Dict[str, list] = {}
+        #: The entries read back, by hash: saved again as they are, unread or not.
+        self._entries: Dict[str, list] = {}
+        #: Project fingerprints by project digest (``project.prints``), with their checksums.
+        self._prints: Dict[str, list] = {}
 
-    def load(self) -> FactsCache:
+    def load(self) -> Tuple[FactsCache, StoredPrints]:
+        """The stored module facts, each read only when a project asks for it, and the stored
+        project fingerprints whose checksums and shapes hold."""
         try:
             with open(self.path, encoding="utf-8") as handle:
-                entries = json.load(handle)
+                stored = json.load(handle)
         except (OSError, ValueError, RecursionError):
-            entries = {}
-        known = {}
-        for key, entry in entries.items() if isinstance(entries, dict) else ():
-            facts = _facts_from_entry(key, entry)
-            if facts is not None:
-                known[key] = facts
-                self._read[key] = entry
-        return FactsCache(known)
+            stored = {}
+        if not (isinstance(stored, dict) and isinstance(stored.get("modules"), dict) and isinstance(stored.get("projects"), dict)):
+            stored = {"modules": {}, "projects": {}}
+        self._entries = stored["modules"]
+        prints = {}
+        for digest, entry in stored["projects"].items():
+            if isinstance(entry, list) and len(entry) == 2 and entry[1] == prints_checksum(digest, entry[0]) and prints_well_formed(entry[0]):
+                prints[digest] = entry[0]
+                self._prints[digest] = entry
+        return FactsCache(stored=self._entries, read=facts_from_entry), StoredPrints(prints)
 
-    def save(self, cache: FactsCache) -> None:
-        """Write the facts of this run's modules (atomically, as ``ResultCache.save``), only when
-        some were parsed: facts of modules gone from the projects are dropped then."""
-        if not cache.parsed:
+    def save(self, cache: FactsCache, prints: StoredPrints) -> None:
+        """Write the facts of this run's modules and its projects' fingerprints (atomically, as
+        ``ResultCache.save``), only when some were parsed or computed: facts of modules no
+        project of the run holds are dropped then."""
+        if not cache.parsed and not prints.changed:
             with contextlib.suppress(OSError):
                 os.utime(self.path)
             return
-        entries = {key: self._read.get(key) or _facts_entry(key, facts) for key, facts in cache.by_hash.items()}
+        modules = {key: cache_entry for key, cache_entry in self._entries.items() if key in cache.used}
+        modules.update((key, facts_entry(key, facts)) for key, facts in cache.by_hash.items() if key not in modules)
+        projects = dict(self._prints)
+        projects.update((digest, [entry, prints_checksum(digest, entry)]) for digest, entry in prints.changed.items())
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             _mark_as_cache(self.directory)
@@ -401,7 +409,7 @@ class StoredFacts:
             return
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(entries, stream, separators=(",", ":"))
+                json.dump({"modules": modules, "projects": projects}, stream, separators=(",", ":"))
             os.replace(temporary, self.path)
         except OSError:
             with contextlib.suppress(OSError):
@@ -414,75 +422,8 @@ def stored_projects(directory: Optional[Path], checked: Sequence[str] = (), name
     and go back to it once read; without a directory, a model kept in memory only. ``checked``
     and ``named``: the files the run checks and the folders named for it (``Projects``)."""
     store = StoredFacts(directory) if directory is not None else None
-    projects = Projects(store.load() if store is not None else None, checked, named)
+    cache, prints = store.load() if store is not None else (None, None)
+    projects = Projects(cache, checked, named, prints)
     yield projects
     if store is not None:
-        store.save(projects.cache)
-
-
-def _facts_checksum(key: str, payload: bytes) -> str:
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass") + b"\n" + payload).hexdigest()
-
-
-def _facts_entry(key: str, facts: ModuleFacts) -> list:
-    payload = marshal.dumps(_plain(dataclasses.astuple(facts)))
-    return [base64.b64encode(payload).decode("ascii"), _facts_checksum(key, payload)]
-
-
-def _plain(value):
-    """Tuples (``CallFacts`` records too), lists and dicts as ``marshal`` writes them."""
-    if isinstance(value, tuple):
-        return tuple(_plain(item) for item in value)
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
-
-
-def _facts_from_entry(key, entry) -> Optional[ModuleFacts]:
-    if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
-        return None
-    encoded, checksum = entry
-    try:
-        payload = base64.b64decode(encoded, validate=True)
-    except ValueError:
-        return None
-    if checksum != _facts_checksum(key, payload):
-        return None
-    try:
-        fields = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
-    if not (isinstance(fields, tuple) and len(fields) == 18):
-        return None
-    options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes, factories = fields[8:]
-    calls = project_calls.shaped(call_fields)
-    shaped = (
-        isinstance(options, dict) and all(isinstance(name, str) for name in options)
-        and _strings(unknown) and _string_map(copies)
-        and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
-        and _strings(saved)
-        and kernels_well_formed(kernels)
-        and calls is not None and _strings(checkpoints)
-        and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
-        and isinstance(classes, dict) and all(isinstance(name, str) and (bases is None or _strings(bases)) for name, bases in classes.items())
-        and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound)
-        and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
-                for found in (saving_classes, factories))
-    )
-    if not shaped:
-        return None
-    return ModuleFacts(
-        options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
-        mentions_mps, rebound, availability_rebound, saving_classes, factories,
-    )
-
-
-def _strings(value) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _string_map(value) -> bool:
-    return isinstance(value, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in value.items())
+        store.save(projects.cache, prints)

@@ -215,7 +215,7 @@ def _run_in_pool(engine: Engine, pending, workers: int, task, args, initializer,
     file whose worker died. ``stop()`` turning true ends the run after the batches in hand."""
     if engine.projects is not None:
         for _, path, _ in pending:  # the project model, read once here for every worker
-            engine.projects.of(path)
+            engine.projects.read(path)
     context = _pool_context()
     started = context.RawArray("d", max(index for index, _, _ in pending) + 1)
     budget = engine.settings.per_file_timeout

@@ -39,7 +39,7 @@ class Engine:
 
     def project_key(self, path: str) -> str:
         """What a cached result of ``path`` depends on beyond its own bytes: its project's facts."""
-        return self.projects.facts_for(path).fingerprint if self.projects is not None else ""
+        return self.projects.fingerprint(path) if self.projects is not None else ""
 
     def rules_for(self, path: str, source: str, tree: Optional["ast.AST"] = None) -> List[Type[Rule]]:
         """Rules enabled for this path whose triggers the file contains (the first stage); none

@@ -48,15 +48,21 @@ def shipped_files(root: str, modules: Iterable[Tuple[str, Iterable[str]]]) -> Di
     """Absolute path -> whether it holds CPU storages only, for every file the modules name (each
     module path with its literals) that exists beside the module or under the project root."""
     shipped: Dict[str, bool] = {}
+    for path in candidate_paths(root, modules):
+        on_cpu = cpu_only(path)
+        if on_cpu is not None:
+            shipped[path] = on_cpu
+    return shipped
+
+
+def candidate_paths(root: str, modules: Iterable[Tuple[str, Iterable[str]]]) -> List[str]:
+    """Where the files the modules name may be: beside each module, and under the project root."""
+    found: Dict[str, None] = {}
     for module, literals in modules:
         for literal in literals:
             for base in (os.path.dirname(module), root):
-                path = os.path.normpath(os.path.join(base, literal))
-                if path not in shipped:
-                    on_cpu = cpu_only(path)
-                    if on_cpu is not None:
-                        shipped[path] = on_cpu
-    return shipped
+                found.setdefault(os.path.normpath(os.path.join(base, literal)))
+    return list(found)
 
 
 def cpu_only(path: str) -> Optional[bool]:

@@ -1,0 +1,242 @@
+"""Module facts by content hash: kept in memory for a run (``FactsCache``), and the form they are
+stored in between runs (``facts_entry``/``facts_from_entry``: marshal bytes with a checksum,
+checked for shape before use), with the trees parsed for them kept for the first stage.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import dataclasses
+import hashlib
+import io
+import json
+import marshal
+import os
+import re
+import stat
+import tokenize
+import warnings
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Optional, Tuple
+
+from ..syntax.ast_parse import Unparsable, compile_python
+from . import calls as project_calls
+from .facts import ModuleFacts, module_facts
+from .kernel_code import well_formed as kernels_well_formed
+
+#: A PEP 263 declaration, anywhere in a buffer's first two lines.
+_CODING = re.compile(r"coding[:=]")
+#: A module larger than this is left out of the model (as the source reader refuses to check it).
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Source characters whose trees are kept for the first stage at a time (``KeptTrees``).
+MAX_KEPT_CHARACTERS = 4 * 1024 * 1024
+
+
+class FactsCache:
+    """Module facts by content hash, so a second run (or another worker) reads each file's bytes
+    but parses only the changed ones. ``known`` are facts kept from an earlier run (the results
+    cache directory stores them); ``parsed`` counts the modules this one had to parse."""
+
+    def __init__(
+        self, known: Optional[Dict[str, ModuleFacts]] = None, stored: Optional[Dict[str, object]] = None,
+        read: Callable[[str, object], Optional[ModuleFacts]] = lambda key, entry: None,
+    ) -> None:
+        """``stored``: entries of an earlier run by hash, turned into facts by ``read`` (None: a
+        bad entry) only when a project asks for them."""
+        self.by_hash: Dict[str, ModuleFacts] = dict(known or {})
+        self.stored = dict(stored or {})
+        self._read = read
+        self.parsed = 0
+        #: The hashes this run's projects hold: what a save keeps.
+        self.used: set = set()
+
+    def knows(self, key: str) -> bool:
+        return key in self.by_hash or key in self.stored
+
+    def facts_of_file(self, file: Path, trees: Optional["KeptTrees"] = None) -> ModuleFacts:
+        """The file's facts; a tree parsed for them goes to ``trees`` (the run checks the file next)."""
+        data = regular_file_bytes(file)
+        if data is None:
+            return ModuleFacts()
+        return self.facts_of(file, hashlib.sha256(data).hexdigest(), data, trees)
+
+    def facts_of(self, file: Path, key: str, data: Optional[bytes], trees: Optional["KeptTrees"] = None) -> ModuleFacts:
+        """The facts of the module whose bytes hash to ``key``: stored, or parsed from ``data``
+        (read again from ``file`` where not given, for an entry that turned out bad)."""
+        self.used.add(key)
+        if key not in self.by_hash and key in self.stored:
+            facts = self._read(key, self.stored.pop(key))
+            if facts is not None:
+                self.by_hash[key] = facts
+        if key not in self.by_hash:
+            data = data if data is not None else regular_file_bytes(file)
+            if data is None or hashlib.sha256(data).hexdigest() != key:
+                return ModuleFacts()  # changed since it was hashed: judged with no facts this run
+            text = _text_as_checked(data)
+            if text is None:
+                self.by_hash[key] = parse_facts_of(data)
+            else:  # parsed as the first stage parses it, which may then take the tree
+                tree = _compiled(text)
+                self.by_hash[key] = module_facts(tree) if tree is not None else ModuleFacts()
+                if tree is not None and trees is not None:
+                    trees.keep(str(file), text, tree)
+            self.parsed += 1
+        return self.by_hash[key]
+
+
+class KeptTrees:
+    """The CPython trees the model parsed of the files the run checks, kept until the first stage
+    asks for them (``take``), so each file is parsed by CPython once. At most ``budget``
+    characters of source are kept at a time (a tree takes about 40 bytes of memory a character):
+    beyond that, the first stage parses the file again. Trees never travel to another process."""
+
+    def __init__(self, checked: Iterable[str] = (), budget: int = MAX_KEPT_CHARACTERS) -> None:
+        self.checked = frozenset(os.path.abspath(path) for path in checked)
+        self.budget = budget
+        self._kept: Dict[str, Tuple[str, ast.Module]] = {}
+
+    def keep(self, path: str, text: str, tree: ast.Module) -> None:
+        if path in self.checked and len(text) <= self.budget:
+            self._kept[path] = (text, tree)
+            self.budget -= len(text)
+
+    def take(self, path: str, text: str) -> Optional[ast.Module]:
+        """The tree kept for ``path`` if it was parsed from ``text``, else None; kept no longer."""
+        kept = self._kept.pop(os.path.abspath(path), None)
+        if kept is None:
+            return None
+        self.budget += len(kept[0])
+        return kept[1] if kept[0] == text else None
+
+    def __getstate__(self) -> dict:
+        return {**vars(self), "_kept": {}}
+
+
+def regular_file_bytes(file: Path) -> Optional[bytes]:
+    """The bytes of a regular file up to ``MAX_FILE_BYTES``; None for anything else. Opened
+    without blocking and checked on the open file: a FIFO named ``x.py`` must not stall the run."""
+    try:
+        descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(descriptor)
+
+
+def _text_as_checked(data: bytes) -> Optional[str]:
+    """The text the checker reads from ``data`` (``app.sources.decode``: in the encoding its BOM or
+    coding declaration names, else UTF-8), or None where it cannot decode it."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
+
+
+def parsed_as_checked(text: str) -> Optional[ast.Module]:
+    """The ``ast`` the first stage would parse from ``text``; None where it fails, or where a
+    coding declaration (searched for broadly) could make the bytes read otherwise."""
+    if _CODING.search("\n".join(text.split("\n", 2)[:2])):
+        return None
+    try:
+        return compile_python(text)
+    except Unparsable:
+        return None
+
+
+def _compiled(text: str) -> Optional[ast.Module]:
+    try:
+        return compile_python(text)
+    except Unparsable:
+        return None
+
+
+def parse_facts_of(data: bytes) -> ModuleFacts:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(data, "<project>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ModuleFacts()
+    return module_facts(tree)
+
+
+def prints_checksum(digest: str, entry: dict) -> str:
+    return hashlib.sha256((digest + "\n" + json.dumps(entry, sort_keys=True)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def facts_checksum(key: str, payload: bytes) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass") + b"\n" + payload).hexdigest()
+
+
+def facts_entry(key: str, facts: ModuleFacts) -> list:
+    payload = marshal.dumps(_plain(dataclasses.astuple(facts)))
+    return [base64.b64encode(payload).decode("ascii"), facts_checksum(key, payload)]
+
+
+def _plain(value):
+    """Tuples (``CallFacts`` records too), lists and dicts as ``marshal`` writes them."""
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
+
+def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
+    if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
+        return None
+    encoded, checksum = entry
+    try:
+        payload = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return None
+    if checksum != facts_checksum(key, payload):
+        return None
+    try:
+        fields = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not (isinstance(fields, tuple) and len(fields) == 18):
+        return None
+    options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
+    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes, factories = fields[8:]
+    calls = project_calls.shaped(call_fields)
+    shaped = (
+        isinstance(options, dict) and all(isinstance(name, str) for name in options)
+        and _strings(unknown) and _string_map(copies)
+        and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
+        and _strings(saved)
+        and kernels_well_formed(kernels)
+        and calls is not None and _strings(checkpoints)
+        and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
+        and isinstance(classes, dict) and all(isinstance(name, str) and (bases is None or _strings(bases)) for name, bases in classes.items())
+        and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound)
+        and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
+                for found in (saving_classes, factories))
+    )
+    if not shaped:
+        return None
+    return ModuleFacts(
+        options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
+        mentions_mps, rebound, availability_rebound, saving_classes, factories,
+    )
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _string_map(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in value.items())
