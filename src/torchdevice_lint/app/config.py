@@ -159,8 +159,16 @@ class SettingsResolver:
         self._by_target: Dict[tuple, Settings] = {}
         self._targets: Dict[str, Optional[TorchTarget]] = {}
         self._configs: Dict[str, Optional[str]] = {}
+        self._by_path: Dict[str, Settings] = {}
 
     def __call__(self, path: str) -> Settings:
+        known = self._by_path.get(path)
+        if known is not None:  # asked again for the same name (discovery asks per folder and file)
+            return known
+        settings = self._by_path[path] = self._settings_of(path)
+        return settings
+
+    def _settings_of(self, path: str) -> Settings:
         directory = _directory_of(path)
         settings = self._by_directory.get(str(directory))
         if settings is None:

@@ -106,7 +106,7 @@ class Discovery:
     def skipped(self, path: str, is_dir: bool, top: Optional[str]) -> bool:
         """``path`` itself is excluded by the configuration or ignored by an ignore file."""
         parent = os.path.dirname(os.path.abspath(path))
-        if is_excluded(path, self.settings_for(parent if is_dir else path), is_dir):
+        if is_excluded(path, self.settings_for(parent), is_dir):  # a file's settings are its folder's
             return True
         return self.respect_gitignore and top is not None and self.ignore_files.ignores(path, is_dir, top)
 

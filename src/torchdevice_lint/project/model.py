@@ -16,7 +16,7 @@ import itertools
 import json
 import os
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
@@ -37,11 +37,12 @@ SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache_
 MAX_FILES = 20_000
 
 
-def project_root(path: str, named: Sequence[Path] = ()) -> Optional[Path]:
+def project_root(path: str, named: Sequence[Path] = (), marks: Optional[Callable[[Path], bool]] = None) -> Optional[Path]:
     """The root of the project holding ``path`` (a file, or a buffer named as one), or None where
     its folder is not on disk (``-``, ``<stdin>``). Without a marker above it, the top of its
     package, or the folder named for the run that holds it (``check repo/`` on a checkout
-    without ``.git``), whichever is higher."""
+    without ``.git``), whichever is higher. ``marks``: ``marks_a_project``, or a memo of it."""
+    marks = marks or marks_a_project
     if path in ("-", "stdin") or path.startswith("<"):
         return None
     file = Path(os.path.abspath(path))
@@ -50,7 +51,7 @@ def project_root(path: str, named: Sequence[Path] = ()) -> Optional[Path]:
     for folder in file.parents:
         if folder == Path.home() or folder.parent == folder:
             break  # a home directory (dotfiles under git) or / is nobody's project
-        if marks_a_project(folder):
+        if marks(folder):
             return folder
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
@@ -369,17 +370,24 @@ class Projects:
         self.trees = KeptTrees(checked)
         self._by_root: Dict[Path, Project] = {}
         self._roots: Dict[str, Optional[Path]] = {}
+        self._marked: Dict[Path, bool] = {}
 
     def of(self, path: str) -> Optional[Project]:
         folder = os.path.dirname(os.path.abspath(path))
         if folder not in self._roots:
-            self._roots[folder] = project_root(path, self.named)
+            self._roots[folder] = project_root(path, self.named, self._marks_a_project)
         root = self._roots[folder]
         if root is None:
             return None
         if root not in self._by_root:
             self._by_root[root] = Project(root, self.cache, self.trees, self.prints)
         return self._by_root[root]
+
+    def _marks_a_project(self, folder: Path) -> bool:
+        """``marks_a_project``, asked once per folder in a run: the folders of a tree share ancestors."""
+        if folder not in self._marked:
+            self._marked[folder] = marks_a_project(folder)
+        return self._marked[folder]
 
     def facts_for(self, path: str) -> ProjectFacts:
         project = self.of(path)
