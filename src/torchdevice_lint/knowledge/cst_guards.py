@@ -206,7 +206,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
                 if isinstance(operator, cst.NotEqual) and count == 0:
                     return POSITIVE
             return NEUTRAL
-    sign = NEUTRAL
+    sign = _compare_device_string(_tensor_type(left, right) or _tensor_type(right, left))
     for side in (left, right):
         sign = sign or _compare_device_string(_device_string(side, qualname)) or _compare_device_collection(side)
     if sign == NEUTRAL:
@@ -216,6 +216,17 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     if isinstance(operator, (cst.NotEqual, cst.IsNot, cst.NotIn)):
         return -sign
     return NEUTRAL
+
+
+def _tensor_type(call: cst.BaseExpression, name: cst.BaseExpression) -> Optional[str]:
+    """``x.type() == 'torch.cuda.HalfTensor'`` tests the device: "cuda" for a ``torch.cuda.``
+    type, "cpu" for another ``torch.`` one (WaveGlow's glow.py, xcmyz/FastSpeech@1e1a61b :265)."""
+    if not (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type"):
+        return None
+    kind = string_value(name)
+    if kind is None or not kind.startswith("torch.") or not kind.endswith("Tensor"):
+        return None
+    return "cuda" if kind.startswith("torch.cuda.") else "cpu"
 
 
 def _device_string(node: cst.BaseExpression, qualname: QualName) -> Optional[str]:

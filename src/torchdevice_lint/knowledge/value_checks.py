@@ -224,4 +224,22 @@ def clamped_to_device_count(test: cst.BaseExpression, function: Optional[cst.Fun
             and any(clamps(line) for line in statement.body.body)
         ):
             return True
+        if isinstance(statement, cst.If) and _zeroed_without_gpus(statement, name, is_count):
+            return True
     return False
+
+
+def _zeroed_without_gpus(statement: cst.If, name: str, is_count: Callable[[cst.BaseExpression], bool]) -> bool:
+    """``if sys_gpu == 0: n_gpu = 0`` (yassouali/CCT@65d4e5b base/base_trainer.py:74-77): no GPU
+    leaves the requested count at zero, whatever its ``elif`` does."""
+    test = statement.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and is_count(test.left)):
+        return False
+    target = test.comparisons[0]
+    if not (isinstance(target.operator, cst.Equal) and isinstance(target.comparator, cst.Integer) and int(target.comparator.value, 0) == 0):
+        return False
+    return any(
+        isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        and small.targets[0].target.value == name and isinstance(small.value, cst.Integer) and int(small.value.value, 0) == 0
+        for line in statement.body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body
+    )

@@ -14,6 +14,7 @@ from .support.common import (
     CUDA_TENSOR_NAMES, LEGACY_TENSOR_DTYPES, display_only, keyword_arg, legacy_cuda_tensor, may_meet_mps,
     may_name_cuda_tensor_type, method_name, no_fix_for_target, positional, target_has,
 )
+from .support.examples import DEVICE
 
 
 def _dtype(ctx, leaf: str) -> cst.BaseExpression:
@@ -30,6 +31,9 @@ _BEAM = (
     "import torch\n\n\nclass Beam:\n    def __init__(self, size, cuda=True):\n        self.tt = {}\n"
     "        self.scores = self.tt.FloatTensor(size).zero_()\n"
 )
+
+
+_WAVEGLOW = "import torch\nif spect.type() == 'torch.cuda.HalfTensor':\n    audio = torch.cuda.HalfTensor(spect.size(0)).normal_()\n"
 
 
 class LegacyCudaTensorConstructor(Rule):
@@ -66,8 +70,14 @@ class LegacyCudaTensorConstructor(Rule):
         ),
         # OpenNMT's beam: the module chosen by the flag (nlpyang/PreSumm@70b810e src/translate/beam.py:29)
         Valid(_BEAM.format("torch.cuda if cuda else torch")),
+        # only a CUDA half tensor takes the branch (WaveGlow, xcmyz/FastSpeech@1e1a61b glow.py:265)
+        Valid(_WAVEGLOW),
     )
     invalid = (
+        Invalid(  # its else branch runs on every tensor that is no CUDA half tensor
+            _WAVEGLOW + "else:\n    audio = torch.cuda.FloatTensor(spect.size(0)).normal_()\n",
+            fixed=_WAVEGLOW.replace("torch\n", "torch\n\n" + DEVICE, 1) + "else:\n    audio = torch.empty(spect.size(0), dtype=torch.float32, device=device).normal_()\n",
+        ),
         # an alias of a typed CUDA tensor, called later: the call raises
         Invalid(
             "import torch\nTensor = torch.cuda.FloatTensor\n\ndef noise(batch, device):\n    return Tensor(len(batch), 100).normal_()\n",

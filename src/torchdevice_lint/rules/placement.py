@@ -14,10 +14,9 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CALLED_HELPER, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF, CRITERION_FACTORY,
-    CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE,
-    EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES,
-    OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
+    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT,
+    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -326,8 +325,7 @@ class HardcodedCudaDevice(Rule):
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
-        Valid("import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n    if n_gpu_use > n_gpu:\n"
-              "        n_gpu_use = n_gpu\n    return torch.device('cuda:0' if n_gpu_use > 0 else 'cpu'), list(range(n_gpu_use))\n"),
+        *CLAMPED_GPU_COUNTS,
     )
     invalid = (
         Invalid(

@@ -283,3 +283,12 @@ CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",
 )
+
+#: A GPU count clamped to ``torch.cuda.device_count()`` (the pytorch-template's ``prepare_device``),
+#: or set to zero where there is none (yassouali/CCT@65d4e5b base/base_trainer.py:74-82).
+_PREPARE = "import torch\n\ndef prepare_device(n_gpu_use):\n    n_gpu = torch.cuda.device_count()\n"
+_CHOSEN = "    return torch.device('cuda:0' if n_gpu_use > 0 else 'cpu'), list(range(n_gpu_use))\n"
+CLAMPED_GPU_COUNTS = (
+    Valid(_PREPARE + "    if n_gpu_use > n_gpu:\n        n_gpu_use = n_gpu\n" + _CHOSEN),
+    Valid(_PREPARE + "    if n_gpu == 0:\n        n_gpu_use = 0\n    elif n_gpu_use > n_gpu:\n        print(n_gpu)\n" + _CHOSEN),
+)
