@@ -74,3 +74,39 @@ def test_an_edited_stored_fingerprint_is_not_believed(tmp_path):
     path.write_text(json.dumps(stored))
     again, project = run(tree, tmp_path / "cache")
     assert again == first and project._modules is not None
+
+
+def test_a_save_keeps_the_module_facts_of_a_project_answered_from_stored_fingerprints(tmp_path):
+    tree, other = make_tree(tmp_path), tmp_path / "other"
+    other.mkdir()
+    (other / "setup.py").write_text("")
+    (other / "main.py").write_text(OPTIONS)
+
+    def both(change=None):
+        """One run over the two projects, ``change`` done to ``other`` in between."""
+        store = StoredFacts(tmp_path / "cache")
+        facts, prints = store.load()
+        projects = Projects(facts, prints=prints)
+        projects.fingerprint(str(tree / "main.py"))
+        if change:
+            change()
+        projects.fingerprint(str(other / "main.py"))
+        store.save(projects.cache, prints)
+        return projects
+
+    both()
+    (other / "main.py").write_text(OPTIONS.replace("True", "False"))
+    projects = both()  # tree's answered from what was stored, other's parsed: the run saves
+    assert projects.of(str(tree / "main.py"))._modules is None and projects.cache.parsed == 1
+    (tree / "load.py").write_text(LOADER + "\n")
+    _, project = run(tree, tmp_path / "cache")
+    assert project._modules is not None and project.cache.parsed == 1  # main.py's facts were kept
+
+
+def test_a_save_drops_the_fingerprints_of_project_states_gone(tmp_path):
+    tree = make_tree(tmp_path)
+    run(tree, tmp_path / "cache")
+    (tree / "main.py").write_text(OPTIONS.replace("True", "False"))
+    run(tree, tmp_path / "cache")
+    stored = json.loads(StoredFacts(tmp_path / "cache").path.read_text())
+    assert len(stored["projects"]) == 1

@@ -391,15 +391,15 @@ class StoredFacts:
 
     def save(self, cache: FactsCache, prints: StoredPrints) -> None:
         """Write the facts of this run's modules and its projects' fingerprints (atomically, as
-        ``ResultCache.save``), only when some were parsed or computed: facts of modules no
-        project of the run holds are dropped then."""
+        ``ResultCache.save``), only when some were parsed or computed: the facts of modules and
+        the fingerprints of project states no project of the run holds are dropped then."""
         if not cache.parsed and not prints.changed:
             with contextlib.suppress(OSError):
                 os.utime(self.path)
             return
         modules = {key: cache_entry for key, cache_entry in self._entries.items() if key in cache.used}
         modules.update((key, facts_entry(key, facts)) for key, facts in cache.by_hash.items() if key not in modules)
-        projects = dict(self._prints)
+        projects = {digest: entry for digest, entry in self._prints.items() if digest in prints.held}
         projects.update((digest, [entry, prints_checksum(digest, entry)]) for digest, entry in prints.changed.items())
         try:
             self.directory.mkdir(parents=True, exist_ok=True)

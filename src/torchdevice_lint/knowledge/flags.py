@@ -319,7 +319,8 @@ def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
             return
         else:
             return
-        verdicts[key] = verdicts.get(key, value) if verdicts.get(key, value) == value else None
+        earlier = verdicts.get(key, value)
+        verdicts[key] = value if earlier == value else None
 
     parameters = set()
     for node in nodes_below(tree):

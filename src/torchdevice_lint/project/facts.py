@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge.flags import AVAILABILITY_WORDS
 from ..knowledge.option_values import about_devices
-from ..syntax.ast_nodes import last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
 from .calls import ModuleCalls, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
@@ -378,9 +378,8 @@ def _within(inner: ast.AST, outer: ast.AST) -> bool:
 
 def _root_name(node: ast.expr) -> Optional[str]:
     """``net`` of ``net.module``; None where the chain does not start at a name."""
-    while type(node) is ast.Attribute:
-        node = node.value
-    return node.id if type(node) is ast.Name else None
+    name = dotted_name(node)
+    return name.partition(".")[0] if name else None
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:

@@ -91,8 +91,10 @@ class Project:
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             data = regular_file_bytes(file)
             key = self.hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
-            if key is not None and not self.cache.knows(key):
-                self._unread[str(file)] = data
+            if key is not None:
+                self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
+                if not self.cache.knows(key):
+                    self._unread[str(file)] = data
         self.digest = project_digest(str(root), self.hashes)
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
@@ -144,12 +146,13 @@ class Project:
     def facts(self) -> ProjectFacts:
         if self._facts is None:
             named = [(path, facts.checkpoint_files) for path, facts in self.modules.items() if facts.checkpoint_files]
-            self._looked = looked_at(candidate_paths(str(self.root), named))  # as the facts below find them
+            candidates = candidate_paths(str(self.root), named)
+            self._looked = looked_at(candidates)  # before the facts below read them
             modules = {path: facts.calls for path, facts in self.modules.items()}
             calls, escaped = default_calls(modules)
             self._facts = dataclasses.replace(
                 combined_facts(self.modules),
-                default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(str(self.root), named) if named else {},
+                default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 parameterless_classes=parameterless_classes(
                     {path: facts.classes for path, facts in self.modules.items()},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 #: A checkpoint file the facts looked at: (path, [size, modification time in ns]) or (path, None)
 #: where there was no regular file.
@@ -53,9 +53,12 @@ class StoredPrints:
         self.known: Dict[str, dict] = dict(known or {})
         #: Digests whose entries this run changed (or confirmed): only these need writing.
         self.changed: Dict[str, dict] = {}
+        #: The digests of this run's projects: a save keeps no other entry.
+        self.held: Set[str] = set()
 
     def prints_of(self, digest: str) -> Dict[str, str]:
         """The stored fingerprints of a project with this digest, if its checkpoint files are unchanged."""
+        self.held.add(digest)
         entry = self.known.get(digest)
         if entry is None or not unchanged(entry["looked"]):
             return {}

@@ -44,11 +44,11 @@ def checkpoint_literals(node: ast.AST, found: List[str]) -> None:
             found.append(node.value)
 
 
-def shipped_files(root: str, modules: Iterable[Tuple[str, Iterable[str]]]) -> Dict[str, bool]:
-    """Absolute path -> whether it holds CPU storages only, for every file the modules name (each
-    module path with its literals) that exists beside the module or under the project root."""
+def shipped_files(candidates: Iterable[str]) -> Dict[str, bool]:
+    """Absolute path -> whether it holds CPU storages only, for every one of ``candidate_paths``
+    that is a ``torch.save`` file."""
     shipped: Dict[str, bool] = {}
-    for path in candidate_paths(root, modules):
+    for path in candidates:
         on_cpu = cpu_only(path)
         if on_cpu is not None:
             shipped[path] = on_cpu

@@ -35,44 +35,37 @@ MAX_KEPT_CHARACTERS = 4 * 1024 * 1024
 
 class FactsCache:
     """Module facts by content hash, so a second run (or another worker) reads each file's bytes
-    but parses only the changed ones. ``known`` are facts kept from an earlier run (the results
-    cache directory stores them); ``parsed`` counts the modules this one had to parse."""
+    but parses only the changed ones. ``stored`` are entries of an earlier run (the results cache
+    directory keeps them), turned into facts by ``read`` (None: a bad entry) only when a project
+    asks for them; ``parsed`` counts the modules this run had to parse."""
 
     def __init__(
-        self, known: Optional[Dict[str, ModuleFacts]] = None, stored: Optional[Dict[str, object]] = None,
+        self, stored: Optional[Dict[str, object]] = None,
         read: Callable[[str, object], Optional[ModuleFacts]] = lambda key, entry: None,
     ) -> None:
-        """``stored``: entries of an earlier run by hash, turned into facts by ``read`` (None: a
-        bad entry) only when a project asks for them."""
-        self.by_hash: Dict[str, ModuleFacts] = dict(known or {})
+        self.by_hash: Dict[str, ModuleFacts] = {}
         self.stored = dict(stored or {})
         self._read = read
         self.parsed = 0
-        #: The hashes this run's projects hold: what a save keeps.
+        #: The hashes of the modules this run's projects hold: what a save keeps.
         self.used: set = set()
 
     def knows(self, key: str) -> bool:
         return key in self.by_hash or key in self.stored
 
-    def facts_of_file(self, file: Path, trees: Optional["KeptTrees"] = None) -> ModuleFacts:
-        """The file's facts; a tree parsed for them goes to ``trees`` (the run checks the file next)."""
-        data = regular_file_bytes(file)
-        if data is None:
-            return ModuleFacts()
-        return self.facts_of(file, hashlib.sha256(data).hexdigest(), data, trees)
-
     def facts_of(self, file: Path, key: str, data: Optional[bytes], trees: Optional["KeptTrees"] = None) -> ModuleFacts:
         """The facts of the module whose bytes hash to ``key``: stored, or parsed from ``data``
-        (read again from ``file`` where not given, for an entry that turned out bad)."""
-        self.used.add(key)
+        (its bytes as hashed; read again from ``file`` where not given, for an entry that turned
+        out bad, and then believed only if they still hash to ``key``)."""
         if key not in self.by_hash and key in self.stored:
             facts = self._read(key, self.stored.pop(key))
             if facts is not None:
                 self.by_hash[key] = facts
         if key not in self.by_hash:
-            data = data if data is not None else regular_file_bytes(file)
-            if data is None or hashlib.sha256(data).hexdigest() != key:
-                return ModuleFacts()  # changed since it was hashed: judged with no facts this run
+            if data is None:
+                data = regular_file_bytes(file)
+                if data is None or hashlib.sha256(data).hexdigest() != key:
+                    return ModuleFacts()  # changed since it was hashed: judged with no facts this run
             text = _text_as_checked(data)
             if text is None:
                 self.by_hash[key] = parse_facts_of(data)
