@@ -260,9 +260,11 @@ def _printable_results(results: Sequence[FileResult]) -> List[FileResult]:
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
     if name not in _JSON_FORMATS:  # JSON escapes control characters itself
         results = _printable_results(results)
+        quoted = {result.filename for result in results if result.findings}  # no format quotes other files
         sources = {
             printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))
             for path, text in sources.items()
+            if printable(path) in quoted
         }
     if name == "full":
         return full(results, sources, colour=colour)
