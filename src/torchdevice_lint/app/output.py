@@ -260,7 +260,8 @@ def _printable_results(results: Sequence[FileResult]) -> List[FileResult]:
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
     if name not in _JSON_FORMATS:  # JSON escapes control characters itself
         results = _printable_results(results)
-        quoted = {result.filename for result in results if result.findings}  # no format quotes other files
+        # no format quotes other files (or cells) than those of the findings
+        quoted = {key for result in results for f in result.findings for key in (f.filename, f.cell is not None and cell_key(f.filename, f.cell))}
         sources = {
             printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))
             for path, text in sources.items()

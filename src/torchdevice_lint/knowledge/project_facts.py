@@ -75,8 +75,9 @@ class ProjectFacts:
     #: (thuml/Autoformer@51c7d41 run.py:82 ``args.use_gpu = True if torch.cuda.is_available() and
     #: args.use_gpu else False``): true only where CUDA is, wherever they are read.
     availability_options: FrozenSet[str] = frozenset()
-    #: Classes whose methods save files, by name -> the file names they write: a function that
-    #: builds one (``early_stopping = EarlyStopping(...)``) may have saved them by a later line.
+    #: Classes whose methods save files, and functions that do, by name -> the file names they
+    #: write: a function that builds such a class (``early_stopping = EarlyStopping(...)``) may
+    #: have saved them by a later line, and one that calls such a function has.
     saving_classes: Mapping[str, FrozenSet[str]] = field(default_factory=dict)
 
 

@@ -75,8 +75,9 @@ class ModuleFacts:
     #: Those of them every assignment here binds to an availability check (``args.use_gpu = True
     #: if torch.cuda.is_available() and args.use_gpu else False``): true only where CUDA is.
     availability_rebound: List[str] = field(default_factory=list)
-    #: Its top-level classes whose methods save files -> the file names they write
-    #: (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(), path + '/checkpoint.pth')``).
+    #: Its top-level classes whose methods save files, and top-level functions that do, -> the
+    #: file names they write (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(),
+    #: path + '/checkpoint.pth')``; quark0/darts@f276dd3 rnn/utils.py:45 ``save_checkpoint``).
     saving_classes: Dict[str, List[str]] = field(default_factory=dict)
     #: Its top-level functions that return a new module of a class they call -> those classes
     #: (``stateless.module_factories``).
@@ -134,7 +135,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if kind is Call:
                 found.append((node, caller))
                 path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)
-                if "." in caller and last_name(node.func) == "save" and len(node.args) > 1:
+                if caller and len(node.args) > 1 and _torch_save(node.func):
                     _read_class_save(caller.partition(".")[0], node.args[1], root, facts)
                 if path_name is not None:  # bound in its function, or anywhere at module level
                     named_saves.append((path_name, root if type(root) in _FUNCTIONS else tree))
@@ -280,8 +281,16 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
 GIVEN_PATH = "*"
 
 
+def _torch_save(func: ast.expr) -> bool:
+    """``torch.save`` or an imported ``save``; not ``np.save(path, array)``, whose path comes first."""
+    return type(func) is ast.Name and func.id == "save" or (
+        type(func) is ast.Attribute and func.attr == "save" and type(func.value) is ast.Name and func.value.id == "torch"
+    )
+
+
 def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: ModuleFacts) -> None:
-    """The file names a method's ``torch.save`` writes, directly or through a name it binds;
+    """The file names a method's (or a top-level function's: darts ``utils.save_checkpoint``)
+    ``torch.save`` writes, directly or through a name it binds;
     ``GIVEN_PATH`` where the path is an attribute or an argument (thunlp/OpenNRE@d6a2c6c
     opennre/framework/sentence_re.py:94,138 saves to ``self.ckpt``)."""
     names = _bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)

@@ -12,10 +12,11 @@ from ..model.fixes import Applicability
 from ..project.facts import GIVEN_PATH
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
-from .support.common import display_only, keyword, keyword_arg, positional
+from .support.common import appended, display_only, keyword, keyword_arg, positional
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
-    RESUMED_IN_LOOP, STATE_LOADER, STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, saved_checkpoint,
+    RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, saved_checkpoint,
 )
 from .support.saved_files import (
     LOADERS,
@@ -34,6 +35,7 @@ from .support.saved_files import (
     shipped_on_cpu,
     single_binding,
 )
+from .support.run_order import Branches, branches_of, exclusive, reloaded_after_script_saves
 
 
 #: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
@@ -190,6 +192,14 @@ class LoadWithoutMapLocation(Rule):
         # exp/exp_main.py:117,172-173, utils/tools.py:52)
         Valid(EARLY_STOPPING_TRAIN, files={"utils/tools.py": EARLY_STOPPING}),
         Valid(FRAMEWORK_SCRIPT, files={"framework.py": FRAMEWORK}),  # ... or told where to save
+        Valid(SAVED_THROUGH_HELPER, files={"utils.py": SAVE_HELPER}),  # saved by another module's function
+        Valid(SCRIPT_TEST.format("", "", "acc = test()\n"), files={"utils.py": "import torch\n"}),  # tested after training
+        Valid(  # ... by the function that trains (chennnM/GCNII@ca91f56 full-supervised.py:61-62,101,108)
+            "import torch\n\ndef test_step(model):\n    model.load_state_dict(torch.load(checkpt_file))\n\ndef train():\n"
+            "    for epoch in range(10):\n        torch.save(model.state_dict(), checkpt_file)\n    return test_step(model)\n\n"
+            "for run in range(10):\n    train()\n",
+            files={"utils.py": "import torch\n"},
+        ),
         Valid(CACHE_TRIED), Valid(CACHE_RETURNING),  # caches written where missing
         Valid(EARLY_STOP_LOOP.format("")),  # the best round's file, saved by earlier rounds
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
@@ -229,6 +239,11 @@ class LoadWithoutMapLocation(Rule):
             "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",
             files={"utils/tools.py": EARLY_STOPPING},
             fixed="import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth', map_location=\"cpu\"))\n",
+        ),
+        # tested before training too: the first test reads what an earlier run saved
+        Invalid(
+            SCRIPT_TEST.format("", "acc = test()\n", "acc = test()\n"), files={"utils.py": "import torch\n"},
+            fixed=SCRIPT_TEST.format(', map_location="cpu"', "acc = test()\n", "acc = test()\n"),
         ),
         # a checkpoint saved by another function (a GPU run) and loaded to resume
         Invalid(
@@ -369,31 +384,7 @@ class LoadWithoutMapLocation(Rule):
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
 
-        def replace(updated: cst.Call) -> cst.Call:
-            """Append after the last argument, keeping the call's layout: one argument a line
-            stays so, and what followed the last argument (its comma, a comment, the line
-            break before ``)``) now follows the new one."""
-            args = list(updated.args)
-            last = args[-1]
-            opening = updated.whitespace_before_args
-            separator = cst.SimpleWhitespace(" ")
-            if isinstance(opening, cst.ParenthesizedWhitespace):  # a line break (no comment) and the same indent
-                separator = cst.ParenthesizedWhitespace(indent=opening.indent, last_line=opening.last_line)
-                after = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
-                if isinstance(after, cst.ParenthesizedWhitespace):
-                    # ``path,  # note`` keeps its comma and comment; the new line ends like it did
-                    args[-1] = last.with_changes(
-                        comma=last.comma.with_changes(whitespace_after=after.with_changes(indent=separator.indent, last_line=separator.last_line))
-                    )
-                    closing = cst.ParenthesizedWhitespace(indent=after.indent, last_line=after.last_line)
-                    return updated.with_changes(args=args + [new_arg.with_changes(comma=cst.Comma(whitespace_after=closing))])
-            args[-1] = last.with_changes(
-                comma=cst.Comma(whitespace_after=separator), whitespace_after_arg=cst.SimpleWhitespace("")
-            )
-            added = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
-            return updated.with_changes(args=args + [added])
-
-        fix = self.make_fix({node: replace}, applicability, message=title, imports=self.ctx.torch_imports() if "torch." in location else ())
+        fix = self.make_fix({node: lambda updated: appended(updated, new_arg)}, applicability, message=title, imports=self.ctx.torch_imports() if "torch." in location else ())
         self.report(node, self.message.format(f"{source_of(node.func)}(...)"), fix)
 
     def _location(self, node: cst.Call) -> Tuple[str, Applicability, str]:
@@ -433,6 +424,8 @@ class LoadWithoutMapLocation(Rule):
             return True
         if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname) or saved_in_same_loop(self.ctx.stack, keys, self.ctx.qualname):
             return True
+        if reloaded_after_script_saves(self.ctx, keys, self._saved_by_call):
+            return True
         if self._saved_files is None:
             self._saved_files = SavedFiles(self.ctx)
         return bool(keys & self._saved_files.cpu_keys())
@@ -443,6 +436,14 @@ class LoadWithoutMapLocation(Rule):
         if function is not None:
             name = function.name.value
             self._saving_functions[name] = self._saving_functions.get(name, frozenset()) | codes
+
+    def _saved_by_call(self, call: cst.Call) -> FrozenSet[str]:
+        """The files a call of one of the project's saving functions writes, wherever it is."""
+        files = self.ctx.project.saving_classes.get(last_name(call.func)) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+        if not files:
+            return frozenset()
+        given = frozenset().union(*(path_keys(arg.value) for arg in call.args)) if GIVEN_PATH in files else frozenset()
+        return frozenset(files) - {GIVEN_PATH} | given
 
     def _built_saver_files(self, construction: cst.Call) -> FrozenSet[str]:
         """The files a saver built here writes (``EarlyStopping()``: ``checkpoint.pth``), and the
@@ -466,25 +467,6 @@ class LoadWithoutMapLocation(Rule):
         """The path's code alone: a save through a function call matches the same expression
         only (``os.path.join(args.work_dir, 'model.pt')``), not any file of the same name."""
         return frozenset({re.sub(r"\s+", "", source_of(_unopened(opened_path(target, self.ctx.stack) or target)))})
-
-
-#: The ``(id(If), id(its branch))`` pairs a node lies in.
-Branches = FrozenSet[Tuple[int, int]]
-
-
-def branches_of(stack) -> Branches:
-    return frozenset(
-        (id(node), id(stack[index + 1]))
-        for index, node in enumerate(stack[:-1])
-        if isinstance(node, cst.If) and (stack[index + 1] is node.body or stack[index + 1] is node.orelse)
-    )
-
-
-def exclusive(here: Branches, there: Branches) -> bool:
-    """Whether two nodes lie in different branches of one ``if`` (``if args.train: save ...
-    else: load ...``): the load then reads a file an earlier run saved."""
-    branch_of = dict(here)
-    return any(test in branch_of and branch_of[test] != branch for test, branch in there)
 
 
 def _unopened(path: cst.BaseExpression) -> cst.BaseExpression:

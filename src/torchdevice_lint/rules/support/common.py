@@ -41,6 +41,31 @@ def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(value, keyword=cst.Name(name), equal=tight)
 
 
+def appended(updated: cst.Call, new_arg: cst.Arg) -> cst.Call:
+    """Append after the last argument, keeping the call's layout: one argument a line
+    stays so, and what followed the last argument (its comma, a comment, the line
+    break before ``)``) now follows the new one."""
+    args = list(updated.args)
+    last = args[-1]
+    opening = updated.whitespace_before_args
+    separator = cst.SimpleWhitespace(" ")
+    if isinstance(opening, cst.ParenthesizedWhitespace):  # a line break (no comment) and the same indent
+        separator = cst.ParenthesizedWhitespace(indent=opening.indent, last_line=opening.last_line)
+        after = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            # ``path,  # note`` keeps its comma and comment; the new line ends like it did
+            args[-1] = last.with_changes(
+                comma=last.comma.with_changes(whitespace_after=after.with_changes(indent=separator.indent, last_line=separator.last_line))
+            )
+            closing = cst.ParenthesizedWhitespace(indent=after.indent, last_line=after.last_line)
+            return updated.with_changes(args=args + [new_arg.with_changes(comma=cst.Comma(whitespace_after=closing))])
+    args[-1] = last.with_changes(
+        comma=cst.Comma(whitespace_after=separator), whitespace_after_arg=cst.SimpleWhitespace("")
+    )
+    added = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+    return updated.with_changes(args=args + [added])
+
+
 def is_cuda_string(node: cst.CSTNode) -> bool:
     value = string_value(node)
     return value is not None and names_cuda_device(value, isinstance(node, cst.FormattedString))

@@ -210,6 +210,24 @@ FRAMEWORK_SCRIPT = (
     "framework = SentenceRE(model, ckpt=ckpt)\nif not args.only_test:\n    framework.train_model()\n"
     "framework.model.load_state_dict(torch.load(ckpt)['state_dict'])\n"
 )
+#: A script that saves through a helper of another module, then reloads the best model
+#: (quark0/darts@f276dd3 rnn/train.py:298-314, rnn/utils.py:45-51).
+SAVE_HELPER = (
+    "import os\nimport torch\n\ndef save_checkpoint(model, optimizer, path):\n"
+    "    torch.save(model, os.path.join(path, 'model.pt'))\n    torch.save(optimizer.state_dict(), os.path.join(path, 'optimizer.pt'))\n"
+)
+SAVED_THROUGH_HELPER = (
+    "import os\nimport torch\nfrom utils import save_checkpoint\n\nfor epoch in range(args.epochs):\n"
+    "    if evaluate() < best:\n        save_checkpoint(model, optimizer, args.save)\n"
+    "model = torch.load(os.path.join(args.save, 'model.pt'))\n"
+)
+#: A script's test function, called once training saved the file it loads
+#: (chennnM/GCNII@ca91f56 train.py:43,79-80,108,117); {} is where the script calls it.
+SCRIPT_TEST = (
+    "import torch\n\ncheckpt_file = 'pretrained/' + uuid.uuid4().hex + '.pt'\n\ndef test():\n"
+    "    model.load_state_dict(torch.load(checkpt_file{}))\n    return evaluate(model)\n\n{}"
+    "for epoch in range(args.epochs):\n    if validate() < best:\n        torch.save(model.state_dict(), checkpt_file)\n{}"
+)
 #: A kernel reached through a lazy getter, whose Function moves its input to CUDA first
 #: (ashawkey/stable-dreamfusion@5550b91 raymarching/raymarching.py:14-47, raymarching/backend.py:32).
 LAZY_KERNEL_FUNCTION = Valid(
