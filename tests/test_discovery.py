@@ -166,7 +166,7 @@ def test_a_whitelist_gitignore_is_read_as_git_reads_it(tmp_path):
     project model reads them too."""
     from pathlib import Path
 
-    from torchdevice_lint.project.model import python_files
+    from torchdevice_lint.project.model import project_files
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     tree(tmp_path, "pytorch/main.py", "utils/config.py", "scripts/run", "top.py", "model.pth")
@@ -177,7 +177,7 @@ def test_a_whitelist_gitignore_is_read_as_git_reads_it(tmp_path):
     python = sorted(name for name in listed if name.endswith(".py"))
     assert python == ["pytorch/main.py", "top.py", "utils/config.py"]
     assert found(tmp_path) == python
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in python_files(Path(tmp_path))) == python
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in project_files(Path(tmp_path))) == python
 
 
 @pytest.mark.parametrize("patterns", [

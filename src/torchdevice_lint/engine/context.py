@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..knowledge import cst_guards as guards
 from ..knowledge import value_checks
-from ..knowledge.flags import FlagDefaults
+from ..knowledge.flags import FlagDefaults, string_key
 from ..knowledge.option_values import OptionValues
 from ..knowledge.parameter_guards import ParameterGuards
 from ..knowledge.project_facts import ProjectFacts
@@ -265,6 +265,8 @@ class FileContext:
         return sign
 
     def flag_default(self, flag: cst.BaseExpression) -> Optional[bool]:
+        if isinstance(flag, cst.Subscript) and self.flags.key_assigned(string_key(flag) or "", self.python_tree):
+            return None  # ``params["no_cuda"]`` set here: what it holds is read where it is set
         default = self.flags.default(flag, self.enclosing_function(), self.enclosing_class())
         if default is None and isinstance(flag, cst.Name):  # ``use_cuda = True`` in the module
             return self.flags.constant_name(flag.value, self.python_tree)

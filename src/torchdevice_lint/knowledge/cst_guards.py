@@ -14,7 +14,7 @@ from typing import Callable, Collection, FrozenSet, Optional
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, string_value
 from .backends import BACKEND_TENSOR_FLAGS, OTHER_BACKENDS, backend_of_device_string
-from .flags import option_test
+from .flags import option_test, string_key
 from .project_facts import compare
 
 POSITIVE, NEUTRAL, NEGATIVE = 1, 0, -1
@@ -149,8 +149,7 @@ def _unless_on_by_default(flag: cst.BaseExpression, sign: int, flag_default: Opt
 def _flag_name(flag: cst.BaseExpression) -> Optional[str]:
     """``args.use_amp`` -> ``use_amp``; ``params["no_cuda"]`` -> ``no_cuda``."""
     if isinstance(flag, cst.Subscript):
-        index = flag.slice[0].slice if len(flag.slice) == 1 else None
-        return string_value(index.value) if isinstance(index, cst.Index) else None
+        return string_key(flag)
     return last_name(flag.func) if isinstance(flag, cst.Call) else last_name(flag)
 
 

@@ -100,13 +100,13 @@ class FlagDefaults:
         if isinstance(flag, cst.Name):
             passed = self._passed_default(flag.value, function, klass)
             return passed if passed is not None else self._parameter_default(flag.value, function)
-        if isinstance(flag, cst.Attribute):
+        if isinstance(flag, (cst.Attribute, cst.Subscript)):
+            name = flag.attr.value if isinstance(flag, cst.Attribute) else string_key(flag)
             defaults = self._attribute_defaults()
-            name = flag.attr.value
-            if name in defaults:
-                return defaults[name]
+            if name is None or name in defaults:  # an option of this file, or one derived here
+                return defaults.get(name)
             known = self.project.holds([name, False, None, None])
-            if known is not None:
+            if known is not None or isinstance(flag, cst.Subscript):  # ``config['cuda']``: a config's key
                 return known
             if klass is not None and isinstance(flag.value, cst.Name) and flag.value.value == "self":
                 passed = self._copied_parameter_default(name, klass)
@@ -145,10 +145,25 @@ class FlagDefaults:
 
     def constant_name(self, name: str, python_tree: Callable[[], ast.Module]) -> Optional[bool]:
         """The constant every binding in the module gives ``name`` (``use_cuda = True`` then
-        ``if use_cuda:``, Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479), None if any
-        binding is something else or a function takes a parameter of that name."""
+        ``if use_cuda:``, Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479), or the default of
+        the option every binding copies (``cuda = config['cuda']``); None if any binding is
+        something else or a function takes a parameter of that name."""
         value = self._bound_values(python_tree).get(("name", name))
+        if isinstance(value, tuple):
+            return self.option_default(value[1])
         return value if isinstance(value, bool) else None
+
+    def key_assigned(self, key: str, python_tree: Callable[[], ast.Module]) -> bool:
+        """Whether the module sets the key ``key`` of some mapping (BLINK elq/main_dense.py:623
+        ``biencoder_params["no_cuda"] = ... not torch.cuda.is_available()``): not a config's."""
+        return ("key", key) in self._bound_values(python_tree)
+
+    def option_default(self, name: str) -> Optional[bool]:
+        """The default of the option (or config setting) ``name``, as this file reads it."""
+        defaults = self._attribute_defaults()
+        if name in defaults:
+            return defaults[name]
+        return self.project.holds([name, False, None, None])
 
     def _bound_values(self, python_tree: Callable[[], ast.Module]) -> Dict[Tuple[str, str], object]:
         if self._binding_values is None:
@@ -294,12 +309,29 @@ def _rebound_first(function: cst.FunctionDef, name: str) -> bool:
 
 
 #: What every binding of a name in a module gives it: an availability check (or a conjunction
-#: with one), one constant (True/False), or something else (None).
+#: with one), one constant (True/False), a copy of one option (``(COPIES, name)``), or something
+#: else (None).
 HOLDS_AVAILABILITY = "availability"
+COPIES = "copies"
+
+
+def copied_option(value: ast.expr) -> Optional[str]:
+    """``args.cuda`` and ``config['cuda']`` -> ``cuda``: the option a value reads."""
+    if isinstance(value, ast.Attribute):
+        return value.attr
+    if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant) and isinstance(value.slice.value, str):
+        return value.slice.value
+    return None
+
+
+def string_key(subscript: cst.Subscript) -> Optional[str]:
+    """``config['cuda']`` -> ``cuda``."""
+    index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+    return string_value(index.value) if isinstance(index, cst.Index) else None
 
 
 def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
-    """For each name and attribute name the module binds: HOLDS_AVAILABILITY when every binding
+    """For each name, attribute name and string key the module binds: HOLDS_AVAILABILITY when every binding
     is one ``=`` of a value implying availability, True or False when every binding is one ``=``
     of that constant, None otherwise (any other binding, a tuple target, an import, a ``def``, a
     ``with ... as``, or a function parameter of that name). One walk of CPython's tree."""
@@ -308,6 +340,11 @@ def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
     def bound(target: ast.expr, value: object) -> None:
         if isinstance(target, ast.Attribute):
             key = ("attribute", target.attr)
+        elif isinstance(target, ast.Subscript):
+            option = copied_option(target)
+            if option is None:
+                return
+            key = ("key", option)
         elif isinstance(target, ast.Name):
             key = ("name", target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -329,8 +366,9 @@ def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
             value = None
             if len(node.targets) == 1:
                 constant = node.value.value if type(node.value) is ast.Constant else None
+                copied = copied_option(node.value)
                 value = HOLDS_AVAILABILITY if _implies_availability(node.value) else (
-                    constant if isinstance(constant, bool) else None
+                    constant if isinstance(constant, bool) else (COPIES, copied) if copied else None
                 )
             for target in node.targets:
                 bound(target, value)

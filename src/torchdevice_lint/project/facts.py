@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
-from ..knowledge.flags import AVAILABILITY_WORDS
+from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
 from .calls import ModuleCalls, origins, read_call, read_node
@@ -431,26 +431,32 @@ def _holds_availability(value: ast.expr) -> bool:
 
 
 def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> None:
-    """The device attributes an assignment binds, and whether it binds them to an availability check."""
+    """The device attributes (and string keys: oxwhirl/pymarl@c971afd src/run.py:220-221
+    ``config["use_cuda"] = False``) an assignment binds, and whether it binds them to an
+    availability check."""
     available = None
     for target in assign.targets:
         if type(target) is ast.Name:
             continue  # most targets: a name holds no attribute
         for node in ast.walk(target):
-            if type(node) is ast.Attribute and type(node.ctx) is ast.Store and about_devices(node.attr):
-                if node.attr not in facts.rebound:
-                    facts.rebound.append(node.attr)
+            if type(getattr(node, "ctx", None)) is not ast.Store:
+                continue
+            name = node.attr if type(node) is ast.Attribute else copied_option(node) if type(node) is ast.Subscript else None
+            if name is not None and about_devices(name):
+                if name not in facts.rebound:
+                    facts.rebound.append(name)
                 if available is None:
                     available = _holds_availability(assign.value)
                 if not available:
-                    plainly.add(node.attr)
-                elif node.attr not in facts.availability_rebound:
-                    facts.availability_rebound.append(node.attr)
+                    plainly.add(name)
+                elif name not in facts.availability_rebound:
+                    facts.availability_rebound.append(name)
 
 
 def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:
-    """``self.use_gpu = opt.use_gpu`` and ``cuda = args.cuda``: the target copies the option."""
-    copied = value.attr if isinstance(value, ast.Attribute) else None
+    """``self.use_gpu = opt.use_gpu``, ``cuda = args.cuda`` and ``self.use_cuda = self.config['cuda']``:
+    the target copies the option."""
+    copied = copied_option(value)
     name = last_name(target)
     if copied and name and copied != name:
         facts.copies.setdefault(name, copied)

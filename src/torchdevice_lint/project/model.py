@@ -21,6 +21,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
+from .configs import CONFIG_SUFFIXES, MAX_CONFIGS, config_defaults, config_key
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
@@ -83,22 +84,33 @@ class Project:
         self._file_facts: Dict[str, ProjectFacts] = {}
         #: Options defined with different defaults: name -> the default of each defining module.
         self._disagreeing: Optional[Dict[str, Dict[str, object]]] = None
-        files = list(itertools.islice(python_files(root), MAX_FILES + 1))
+        files, configs = [], []
+        for file in project_files(root):
+            (configs if file.suffix in CONFIG_SUFFIXES else files).append(file)
+            if len(files) > MAX_FILES:
+                break
         #: Each module's content hash (None: not a regular file), and the bytes of those the
         #: facts cache does not know, read once: their facts are parsed from these very bytes.
         self.hashes: Dict[str, Optional[str]] = {}
+        #: The same for the YAML configs (``configs.py``), none where there are too many.
+        self.config_hashes: Dict[str, Optional[str]] = {}
         self._unread: Dict[str, bytes] = {}
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
-            data = regular_file_bytes(file)
-            key = self.hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
-            if key is not None:
-                self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
-                if not self.cache.knows(key):
-                    self._unread[str(file)] = data
-        self.digest = project_digest(str(root), self.hashes)
+            self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
+        for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
+            self._hash(file, self.config_hashes, config_key)
+        self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
         self._looked: List[Looked] = []
+
+    def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str]) -> None:
+        data = regular_file_bytes(file)
+        key = hashes[str(file)] = key_of(data) if data is not None else None
+        if key is not None:
+            self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
+            if not self.cache.knows(key):
+                self._unread[str(file)] = data
 
     @property
     def modules(self) -> Dict[str, ModuleFacts]:
@@ -150,8 +162,13 @@ class Project:
             self._looked = looked_at(candidates)  # before the facts below read them
             modules = {path: facts.calls for path, facts in self.modules.items()}
             calls, escaped = default_calls(modules)
+            combined = combined_facts(self.modules)
+            configured = config_defaults(
+                (self.cache.facts_of(Path(path), key, self._unread.pop(path, None)).options for path, key in self.config_hashes.items() if key),
+                (name for facts in self.modules.values() for name in (*facts.options, *facts.unknown_options, *facts.rebound)),
+            )
             self._facts = dataclasses.replace(
-                combined_facts(self.modules),
+                combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 parameterless_classes=parameterless_classes(
@@ -328,10 +345,11 @@ def _in_caller(argument, caller: ModuleFacts):
     return argument
 
 
-def python_files(root: Path) -> Iterator[Path]:
-    """The project's modules, leaving out what its top-level ``.gitignore`` ignores (downloaded
-    data, vendored checkouts): git does not hold them, so neither does the project; and the
-    folders below that are projects of their own (a checkout inside a folder of scripts)."""
+def project_files(root: Path) -> Iterator[Path]:
+    """The project's modules and YAML configs, leaving out what its top-level ``.gitignore``
+    ignores (downloaded data, vendored checkouts): git does not hold them, so neither does the
+    project; and the folders below that are projects of their own (a checkout inside a folder
+    of scripts)."""
     ignored = _root_gitignore(root)
     for folder, subfolders, files in os.walk(root):
         here = Path(folder)
@@ -344,7 +362,7 @@ def python_files(root: Path) -> Iterator[Path]:
         ]
         yield from (
             here / name for name in files
-            if name.endswith(".py") and not (ignored and ignored.match(prefix + name))
+            if name.endswith((".py", *CONFIG_SUFFIXES)) and not name.startswith(".") and not (ignored and ignored.match(prefix + name))
         )
 
 

@@ -22,6 +22,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 
 from ..syntax.ast_parse import Unparsable, compile_python
 from . import calls as project_calls
+from .configs import CONFIG_SUFFIXES, config_key, config_options
 from .facts import ModuleFacts, module_facts
 from .kernel_code import well_formed as kernels_well_formed
 
@@ -54,7 +55,7 @@ class FactsCache:
         return key in self.by_hash or key in self.stored
 
     def facts_of(self, file: Path, key: str, data: Optional[bytes], trees: Optional["KeptTrees"] = None) -> ModuleFacts:
-        """The facts of the module whose bytes hash to ``key``: stored, or parsed from ``data``
+        """The facts of the module (or YAML config) whose bytes hash to ``key``: stored, or parsed from ``data``
         (its bytes as hashed; read again from ``file`` where not given, for an entry that turned
         out bad, and then believed only if they still hash to ``key``)."""
         if key not in self.by_hash and key in self.stored:
@@ -62,12 +63,15 @@ class FactsCache:
             if facts is not None:
                 self.by_hash[key] = facts
         if key not in self.by_hash:
+            config = file.suffix in CONFIG_SUFFIXES
             if data is None:
                 data = regular_file_bytes(file)
-                if data is None or hashlib.sha256(data).hexdigest() != key:
+                if data is None or (config_key(data) if config else hashlib.sha256(data).hexdigest()) != key:
                     return ModuleFacts()  # changed since it was hashed: judged with no facts this run
-            text = _text_as_checked(data)
-            if text is None:
+            text = None if config else _text_as_checked(data)
+            if config:  # a YAML config: its device settings
+                self.by_hash[key] = ModuleFacts(options=config_options(data))
+            elif text is None:
                 self.by_hash[key] = parse_facts_of(data)
             else:  # parsed as the first stage parses it, which may then take the tree
                 tree = _compiled(text)

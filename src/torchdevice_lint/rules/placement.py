@@ -16,7 +16,7 @@ from .support.common import (
 from .support.examples import (
     ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT,
-    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, kernel_callers,
+    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, configured_flags, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -84,6 +84,7 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
+        *configured_flags(DEVICE)[0],  # a YAML config's `cuda: true` decides nothing when off or disputed
     )
     invalid = (
         # one definition of the name keeps a layer: `.cuda()` moves it
@@ -238,6 +239,7 @@ class CudaMethodCall(Rule):
             "    if torch.cuda.is_available():\n        model = model.cuda()\n    return model(helper(x))\n",
         ),
         *kernel_callers(DEVICE),  # beside a kernel with a CPU fallback; a model that may run without a CUDA-only one
+        *configured_flags(DEVICE)[1],  # `cuda: True` in the project's only config
         # `--gpu_mode` defaults to True in main.py: the branch runs on a CPU-only machine
         Invalid(
             "import torch\n\n\nclass GAN:\n    def __init__(self, args, G):\n        self.gpu_mode = args.gpu_mode\n"

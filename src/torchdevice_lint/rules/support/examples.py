@@ -310,3 +310,28 @@ CLAMPED_GPU_COUNTS = (
     Valid(_PREPARE + "    if n_gpu_use > n_gpu:\n        n_gpu_use = n_gpu\n" + _CHOSEN),
     Valid(_PREPARE + "    if n_gpu == 0:\n        n_gpu_use = 0\n    elif n_gpu_use > n_gpu:\n        print(n_gpu)\n" + _CHOSEN),
 )
+
+
+#: A YAML config's setting read as ``config['cuda']`` (daa233/generative-inpainting-pytorch@c6cdaea
+#: configs/config.yaml:21, train.py:29-31,109-112); {} is where the fix binds the device.
+CONFIG_READER = (
+    "import torch\nimport yaml\n\n{}config = yaml.safe_load(open('configs/config.yaml'))\ncuda = config['cuda']\n{}"
+    "if cuda:\n    x = x{}\n"
+)
+
+
+def configured_flags(device: str) -> Tuple[Tuple[object, ...], Tuple[object, ...]]:
+    """(valid, invalid): ``cuda: True`` in the project's config picks the GPU like an option on by
+    default; off, disagreeing configs, or a setting the program turns off without CUDA
+    (oxwhirl/pymarl@c971afd src/run.py:220-221) decide nothing."""
+    turned_off = "if config['cuda'] and not torch.cuda.is_available():\n    config['cuda'] = False\n"
+    valid = (
+        Valid(CONFIG_READER.format("", "", ".cuda()"), files={"configs/config.yaml": "cuda: false\n"}),
+        Valid(CONFIG_READER.format("", "", ".cuda()"), files={"configs/a.yaml": "cuda: true\n", "configs/b.yaml": "cuda: false\n"}),
+        Valid(CONFIG_READER.format("", turned_off, ".cuda()"), files={"configs/config.yaml": "cuda: true\n"}),
+    )
+    invalid = Invalid(
+        CONFIG_READER.format("", "", ".cuda()"), fixed=CONFIG_READER.format(device + "\n", "", ".to(device)"),
+        files={"configs/config.yaml": "# defaults\ncuda: True\nbatch_size: 16\n"},
+    )
+    return valid, (invalid,)

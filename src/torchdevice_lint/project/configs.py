@@ -1,0 +1,73 @@
+"""Device settings a project keeps in YAML configs.
+
+daa233/generative-inpainting-pytorch@c6cdaea configs/config.yaml:21 sets ``cuda: True``, and
+train.py:29, trainer.py:18 and test_single.py:31 read it (``config['cuda']``): like an option
+whose default is on, it picks the GPU on a machine without one. Each config file's device-named
+keys (``cuda``, ``use_gpu``, ``gpu_ids``, ``device``), at any depth, with plain values, are its
+facts; a key the project's config files give different values, a command-line option of the
+same name, and a name some module assigns stay unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Dict, Iterable, Mapping
+
+from ..knowledge.option_values import about_devices
+
+#: What a config file is named.
+CONFIG_SUFFIXES = (".yaml", ".yml")
+#: Larger files are data, not settings: not read.
+MAX_CONFIG_BYTES = 256 * 1024
+#: A project with more config files than this reads none (a dataset of YAML annotations).
+MAX_CONFIGS = 500
+#: How deep into nested mappings keys are read (``model: {use_cuda: true}``).
+_DEPTH = 4
+#: Values a setting may have: YAML's scalars, and lists of them (``gpu_ids: [0, 1]``).
+_SCALARS = (bool, int, float, str, type(None))
+#: Set for a key one file gives two different values.
+_CONFLICTING = object()
+
+
+def config_key(data: bytes) -> str:
+    """The facts cache's key of a config file: not a module's key, even for the same bytes."""
+    return "yaml:" + hashlib.sha256(data).hexdigest()
+
+
+def config_options(data: bytes) -> Dict[str, object]:
+    """The device-named settings of one YAML file (empty where it does not parse as YAML)."""
+    if len(data) > MAX_CONFIG_BYTES:
+        return {}
+    import yaml
+
+    try:
+        document = yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return {}
+    found: Dict[str, object] = {}
+    _read(document, found, _DEPTH)
+    return {key: value for key, value in found.items() if value is not _CONFLICTING}
+
+
+def _read(node: object, found: Dict[str, object], depth: int) -> None:
+    if not isinstance(node, dict) or depth == 0:
+        return
+    for key, value in node.items():
+        if isinstance(key, str) and about_devices(key) and _plain(value):
+            found[key] = value if found.get(key, value) == value else _CONFLICTING
+        _read(value, found, depth - 1)
+
+
+def _plain(value: object) -> bool:
+    return isinstance(value, _SCALARS) or isinstance(value, list) and all(isinstance(item, _SCALARS) for item in value)
+
+
+def config_defaults(configs: Iterable[Mapping[str, object]], defined: Iterable[str]) -> Dict[str, object]:
+    """The settings every config file that has them agrees on, less the names in ``defined``
+    (options a module parses, attributes a module assigns)."""
+    agreed: Dict[str, object] = {}
+    for options in configs:
+        for key, value in options.items():
+            agreed[key] = value if agreed.get(key, value) == value else _CONFLICTING
+    taken = set(defined)
+    return {key: value for key, value in agreed.items() if value is not _CONFLICTING and key not in taken}
