@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
-from .configs import CONFIG_SUFFIXES, MAX_CONFIGS, config_defaults, config_key
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
@@ -29,7 +29,7 @@ from .kernel_code import CudaOnlyCode
 from .roots import is_project_root
 from .prints import Looked, StoredPrints, looked_at, project_digest
 from .shipped import candidate_paths, shipped_files
-from .stored import FactsCache, KeptTrees, parse_facts_of, parsed_as_checked, regular_file_bytes
+from .stored import MAX_FILE_BYTES, FactsCache, KeptTrees, parse_facts_of, parsed_as_checked, regular_file_bytes
 from .stateless import parameterless_classes
 
 #: Folders never read for the model (virtualenvs, caches, build output).
@@ -78,6 +78,7 @@ class Project:
         self.trees = trees
         self.prints = prints
         self._modules: Optional[Dict[str, ModuleFacts]] = None
+        self._configs: Optional[Dict[str, Mapping[str, object]]] = None
         self._resolver: Optional[ImportResolver] = None
         self._facts: Optional[ProjectFacts] = None
         #: Each module's facts with what its imports of the project's modules bring, by path.
@@ -98,14 +99,14 @@ class Project:
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
-            self._hash(file, self.config_hashes, config_key)
+            self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
         self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
         self._looked: List[Looked] = []
 
-    def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str]) -> None:
-        data = regular_file_bytes(file)
+    def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> None:
+        data = regular_file_bytes(file, limit)
         key = hashes[str(file)] = key_of(data) if data is not None else None
         if key is not None:
             self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
@@ -121,6 +122,16 @@ class Project:
                 for path, key in self.hashes.items()
             }
         return self._modules
+
+    @property
+    def configs(self) -> Dict[str, Mapping[str, object]]:
+        """Each YAML config's device settings by path, read (or parsed) when first asked for."""
+        if self._configs is None:
+            self._configs = {
+                path: self.cache.facts_of(Path(path), key, self._unread.pop(path, None)).options
+                for path, key in self.config_hashes.items() if key is not None
+            }
+        return self._configs
 
     @property
     def resolver(self) -> ImportResolver:
@@ -164,8 +175,7 @@ class Project:
             calls, escaped = default_calls(modules)
             combined = combined_facts(self.modules)
             configured = config_defaults(
-                (self.cache.facts_of(Path(path), key, self._unread.pop(path, None)).options for path, key in self.config_hashes.items() if key),
-                (name for facts in self.modules.values() for name in (*facts.options, *facts.unknown_options, *facts.rebound)),
+                self.configs.values(), (name for facts in self.modules.values() for name in (*facts.options, *facts.unknown_options, *facts.rebound)),
             )
             self._facts = dataclasses.replace(
                 combined, options={**configured, **combined.options},
@@ -423,7 +433,7 @@ class Projects:
         """Reads the module facts of the project of ``path`` now (before worker processes fork)."""
         project = self.of(path)
         if project is not None:
-            project.modules
+            project.modules, project.configs
 
     def take_tree(self, path: str, text: str) -> Optional[ast.Module]:
         """The CPython tree the model parsed of ``path`` from ``text``, if it kept one."""

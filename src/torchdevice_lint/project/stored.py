@@ -22,7 +22,7 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 
 from ..syntax.ast_parse import Unparsable, compile_python
 from . import calls as project_calls
-from .configs import CONFIG_SUFFIXES, config_key, config_options
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, config_key, config_options
 from .facts import ModuleFacts, module_facts
 from .kernel_code import well_formed as kernels_well_formed
 
@@ -65,7 +65,7 @@ class FactsCache:
         if key not in self.by_hash:
             config = file.suffix in CONFIG_SUFFIXES
             if data is None:
-                data = regular_file_bytes(file)
+                data = regular_file_bytes(file, MAX_CONFIG_BYTES if config else MAX_FILE_BYTES)
                 if data is None or (config_key(data) if config else hashlib.sha256(data).hexdigest()) != key:
                     return ModuleFacts()  # changed since it was hashed: judged with no facts this run
             text = None if config else _text_as_checked(data)
@@ -110,8 +110,8 @@ class KeptTrees:
         return {**vars(self), "_kept": {}}
 
 
-def regular_file_bytes(file: Path) -> Optional[bytes]:
-    """The bytes of a regular file up to ``MAX_FILE_BYTES``; None for anything else. Opened
+def regular_file_bytes(file: Path, limit: int = MAX_FILE_BYTES) -> Optional[bytes]:
+    """The bytes of a regular file of at most ``limit`` bytes; None for anything else. Opened
     without blocking and checked on the open file: a FIFO named ``x.py`` must not stall the run."""
     try:
         descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -119,10 +119,10 @@ def regular_file_bytes(file: Path) -> Optional[bytes]:
         return None
     try:
         status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_FILE_BYTES:
+        if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
             return None
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
-            return handle.read(MAX_FILE_BYTES + 1)
+            return handle.read(limit + 1)
     except OSError:
         return None
     finally:
