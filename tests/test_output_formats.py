@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ElementTree
 from importlib import resources
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from torchdevice_lint import api
 from torchdevice_lint.app.output import github, junit, render, sarif, summary, wants_colour
@@ -161,3 +163,13 @@ def test_progress_is_silent_when_piped():
         progress.advance(f"{index}.py")
     progress.close()
     assert stream.getvalue() == ""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab \t\n\r\x0c\x1b\u202e\x85é")), max_size=40))
+def test_a_quoted_source_is_its_physical_lines_made_printable(text):
+    """Sources without anything to escape skip the line-by-line work; the result is the same."""
+    from torchdevice_lint.app.output import _UNPRINTABLE_IN_CODE, _printable_source, printable
+    from torchdevice_lint.syntax.lines import physical_lines
+
+    assert _printable_source(text) == "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))

@@ -14,6 +14,7 @@ from ..first_stage.triggers import within
 from ..knowledge.backends import DEVICE_MODULES
 from ..knowledge.torch_releases import binding_imports
 from ..model.settings import ConfigError, Settings, parse_version
+from ..project.roots import settings_root_at_or_above
 from ..rules import all_rules
 from .output import FORMATS
 from .torch_target import TorchTarget, target_for, with_target
@@ -114,10 +115,7 @@ def find_pyproject(start: str) -> Optional[Path]:
 def find_project_root(start: str) -> Optional[Path]:
     """The nearest directory above ``start`` that is a project: it holds a pyproject.toml,
     setup.py, setup.cfg or a git repository. None outside any project."""
-    for directory in [_directory_of(start), *_directory_of(start).parents]:
-        if any((directory / name).exists() for name in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
-            return directory
-    return None
+    return settings_root_at_or_above(str(_directory_of(start)))
 
 
 def load_settings(start: str = ".", config_file: Optional[str] = None) -> Settings:

@@ -235,6 +235,18 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _UNPRINTABLE_IN_CODE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # tabs are laid out
 
 
+#: What ``_printable_source`` must escape besides line breaks: without any, the text is kept.
+_UNPRINTABLE_IN_SOURCE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable_source(text: str) -> str:
+    """The source's physical lines made printable, joined by ``\n``; most sources hold nothing
+    to escape and no ``\r``, and are only stripped of their last line break."""
+    if not _UNPRINTABLE_IN_SOURCE.search(text):
+        return text[:-1] if text.endswith("\n") else text
+    return "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))
+
+
 def printable(text: str, pattern: "re.Pattern[str]" = _UNPRINTABLE) -> str:
     """``text`` with those characters written as Python escapes (``\\x1b``), on one line."""
     return pattern.sub(lambda match: ascii(match.group())[1:-1], text)
@@ -262,11 +274,7 @@ def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], co
         results = _printable_results(results)
         # no format quotes other files (or cells) than those of the findings
         quoted = {key for result in results for f in result.findings for key in (f.filename, f.cell is not None and cell_key(f.filename, f.cell))}
-        sources = {
-            printable(path): "\n".join(printable(line, _UNPRINTABLE_IN_CODE) for line in physical_lines(text))
-            for path, text in sources.items()
-            if printable(path) in quoted
-        }
+        sources = {printable(path): _printable_source(text) for path, text in sources.items() if printable(path) in quoted}
     if name == "full":
         return full(results, sources, colour=colour)
     return FORMATS[name](results, sources)

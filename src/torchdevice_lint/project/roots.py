@@ -51,6 +51,21 @@ def project_roots(path: str) -> Iterator[Path]:
 def forget_project_roots() -> None:
     """Drop the cached answers (a project file was added or removed)."""
     _root_at_or_above.cache_clear()
+    settings_root_at_or_above.cache_clear()
+
+
+#: What marks the root a configuration's relative paths start from.
+SETTINGS_ROOT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+@lru_cache(maxsize=4096)
+def settings_root_at_or_above(directory: str) -> Optional[Path]:
+    """The nearest folder at or above ``directory`` holding one of ``SETTINGS_ROOT_FILES``
+    (asked once per folder of a run: its ancestors' answers are shared)."""
+    here = Path(directory)
+    if any((here / name).exists() for name in SETTINGS_ROOT_FILES):
+        return here
+    return None if here.parent == here else settings_root_at_or_above(str(here.parent))
 
 
 def _directory_of(path: str) -> Path:
