@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
-import itertools
 import json
 import os
 from pathlib import Path
@@ -372,7 +371,7 @@ def project_files(root: Path) -> Iterator[Path]:
         ]
         yield from (
             here / name for name in files
-            if name.endswith((".py", *CONFIG_SUFFIXES)) and not name.startswith(".") and not (ignored and ignored.match(prefix + name))
+            if (name.endswith(".py") or name.endswith(CONFIG_SUFFIXES) and not name.startswith(".")) and not (ignored and ignored.match(prefix + name))
         )
 
 
