@@ -272,9 +272,11 @@ def _printable_results(results: Sequence[FileResult]) -> List[FileResult]:
 def render(name: str, results: Sequence[FileResult], sources: Dict[str, str], colour: bool = False) -> str:
     if name not in _JSON_FORMATS:  # JSON escapes control characters itself
         results = _printable_results(results)
-        # no format quotes other files (or cells) than those of the findings
-        quoted = {key for result in results for f in result.findings for key in (f.filename, f.cell is not None and cell_key(f.filename, f.cell))}
-        sources = {printable(path): _printable_source(text) for path, text in sources.items() if printable(path) in quoted}
+        # no format quotes other files (or notebook cells) than those of the findings
+        findings = [f for result in results for f in result.findings]
+        quoted = {f.filename for f in findings} | {cell_key(f.filename, f.cell) for f in findings if f.cell is not None}
+        shown = ((printable(path), text) for path, text in sources.items())
+        sources = {path: _printable_source(text) for path, text in shown if path in quoted}
     if name == "full":
         return full(results, sources, colour=colour)
     return FORMATS[name](results, sources)

@@ -102,11 +102,11 @@ class FlagDefaults:
             return passed if passed is not None else self._parameter_default(flag.value, function)
         if isinstance(flag, (cst.Attribute, cst.Subscript)):
             name = flag.attr.value if isinstance(flag, cst.Attribute) else string_key(flag)
-            defaults = self._attribute_defaults()
-            if name is None or name in defaults:  # an option of this file, or one derived here
-                return defaults.get(name)
-            known = self.project.holds([name, False, None, None])
-            if known is not None or isinstance(flag, cst.Subscript):  # ``config['cuda']``: a config's key
+            if name is None:
+                return None
+            known = self.option_default(name)
+            # an option of this file (or one derived here), the project's, or a config's key (``config['cuda']``)
+            if known is not None or name in self._attribute_defaults() or isinstance(flag, cst.Subscript):
                 return known
             if klass is not None and isinstance(flag.value, cst.Name) and flag.value.value == "self":
                 passed = self._copied_parameter_default(name, klass)

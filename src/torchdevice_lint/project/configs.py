@@ -54,8 +54,13 @@ def _read(node: object, found: Dict[str, object], depth: int) -> None:
         return
     for key, value in node.items():
         if isinstance(key, str) and about_devices(key) and _plain(value):
-            found[key] = value if found.get(key, value) == value else _CONFLICTING
+            _agree(found, key, value)
         _read(value, found, depth - 1)
+
+
+def _agree(found: Dict[str, object], key: str, value: object) -> None:
+    """``key`` keeps ``value`` while every value given it is equal, else it conflicts."""
+    found[key] = value if found.get(key, value) == value else _CONFLICTING
 
 
 def _plain(value: object) -> bool:
@@ -68,6 +73,6 @@ def config_defaults(configs: Iterable[Mapping[str, object]], defined: Iterable[s
     agreed: Dict[str, object] = {}
     for options in configs:
         for key, value in options.items():
-            agreed[key] = value if agreed.get(key, value) == value else _CONFLICTING
+            _agree(agreed, key, value)
     taken = set(defined)
     return {key: value for key, value in agreed.items() if value is not _CONFLICTING and key not in taken}

@@ -429,7 +429,7 @@ class Projects:
         return project.fingerprint(path) if project is not None else ""
 
     def read(self, path: str) -> None:
-        """Reads the module facts of the project of ``path`` now (before worker processes fork)."""
+        """Reads the module and config facts of the project of ``path`` now (before worker processes fork)."""
         project = self.of(path)
         if project is not None:
             project.modules, project.configs

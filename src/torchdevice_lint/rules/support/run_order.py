@@ -32,21 +32,21 @@ def reloaded_after_script_saves(ctx: "FileContext", keys: FrozenSet[str], saved_
     project_calls = ctx.project.parameter_calls.get(f"{name}@{ctx.parameter_guards.stem}", ())
     if not project_calls:
         return False
-    users = [statement for statement in ctx.module.body if statement is not function and _mentions(statement, name)]
-    definitions = [user for user in users if isinstance(user, (cst.FunctionDef, cst.ClassDef))]
-    if not definitions:
-        statements = [statement for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
+    walked = [(statement, *_uses(statement, name)) for statement in ctx.module.body if statement is not function]
+    users = [statement for statement, _, mentions in walked if mentions]
+    if not any(isinstance(user, (cst.FunctionDef, cst.ClassDef)) for user in users):
+        order = [(calls, mentions) for statement, calls, mentions in walked if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
     elif len(users) == 1 and isinstance(users[0], cst.FunctionDef) and isinstance(users[0].body, cst.IndentedBlock):
-        statements = list(users[0].body.body)  # ``train()`` saves, then calls ``test_step()``
+        order = [_uses(statement, name) for statement in users[0].body.body]  # ``train()`` saves, then calls ``test_step()``
     else:
         return False
     first_save, calls = None, []
-    for index, statement in enumerate(statements):
-        called = [call for call in _calls(statement) if isinstance(call.func, cst.Name) and call.func.value == name]
-        if len(called) < _mentions(statement, name):
+    for index, (calls_here, mentions) in enumerate(order):
+        called = sum(1 for call in calls_here if isinstance(call.func, cst.Name) and call.func.value == name)
+        if called < mentions:
             return False  # used as a value (a callback, a thread's target)
-        calls.extend(index for _ in called)
-        if first_save is None and any(_saves(ctx, call, keys, saved_by) for call in _calls(statement)):
+        calls.extend([index] * called)
+        if first_save is None and any(_saves(ctx, call, keys, saved_by) for call in calls_here):
             first_save = index
     return bool(calls) and len(calls) == len(project_calls) and first_save is not None and first_save < min(calls)
 
@@ -57,20 +57,19 @@ def _saves(ctx: "FileContext", call: cst.Call, keys: FrozenSet[str], saved_by: C
     return bool(saved_by(call) & keys)
 
 
-def _calls(root: cst.CSTNode) -> List[cst.Call]:
+def _uses(root: cst.CSTNode, name: str) -> Tuple[List[cst.Call], int]:
+    """The calls in ``root``, and how many times it reads the name ``name`` (not an attribute or
+    a keyword so named): one walk."""
     from ...syntax.cst_walk import nodes_of
 
-    return nodes_of(root, cst.Call)
-
-
-def _mentions(root: cst.CSTNode, name: str) -> int:
-    """How many times ``root`` reads the name ``name`` (not an attribute or keyword so named)."""
-    from ...syntax.cst_walk import nodes_of
-
-    names = sum(1 for node in nodes_of(root, cst.Name) if node.value == name)
-    attributes = sum(1 for node in nodes_of(root, cst.Attribute) if node.attr.value == name)
-    keywords = sum(1 for node in nodes_of(root, cst.Arg) if node.keyword is not None and node.keyword.value == name)
-    return names - attributes - keywords
+    nodes = nodes_of(root, cst.Call, cst.Name, cst.Attribute, cst.Arg)
+    mentions = sum(
+        1 if type(node) is cst.Name and node.value == name
+        else -1 if type(node) is cst.Attribute and node.attr.value == name or type(node) is cst.Arg and node.keyword is not None and node.keyword.value == name
+        else 0
+        for node in nodes
+    )
+    return [node for node in nodes if type(node) is cst.Call], mentions
 
 
 #: The ``(id(If), id(its branch))`` pairs a node lies in.
