@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
-from ..syntax.ast_nodes import nodes_below
+from ..syntax.ast_nodes import child_blocks, nodes_below
 
 #: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
 #: where ``*args`` makes it unknown, the keywords naming a device (sorted), whether ``**kwargs`` is
@@ -103,13 +103,16 @@ def keyed(name: str, origin: Optional[str]) -> str:
 AVAILABILITY_PASSED = "cuda.is_available()"
 
 
-def passed_flags(call: ast.Call) -> Optional[tuple]:
-    """``CallFacts.passed`` of a call."""
-    if not any(map(_may_pass_a_flag, call.args)) and not any(_may_pass_a_flag(keyword.value) for keyword in call.keywords):
+def passed_flags(call: ast.Call, availability: FrozenSet[str] = frozenset()) -> Optional[tuple]:
+    """``CallFacts.passed`` of a call; ``availability``: the names that hold
+    ``torch.cuda.is_available()`` where the call is."""
+    if not any(_may_pass_a_flag(argument, availability) for argument in call.args) and not any(
+        _may_pass_a_flag(keyword.value, availability) for keyword in call.keywords
+    ):
         return None  # no attribute passed (most calls): no flag
     starred = next((i for i, argument in enumerate(call.args) if isinstance(argument, ast.Starred)), len(call.args))
-    positional = tuple(_passed(argument) for argument in call.args[:starred])  # after ``*args``: unknown places
-    keywords = [(keyword.arg, _passed(keyword.value)) for keyword in call.keywords if keyword.arg is not None]
+    positional = tuple(_passed(argument, availability) for argument in call.args[:starred])  # after ``*args``: unknown places
+    keywords = [(keyword.arg, _passed(keyword.value, availability)) for keyword in call.keywords if keyword.arg is not None]
     if not (any(map(_may_be_a_device_flag, positional)) or any(_may_be_a_device_flag(v) for _, v in keywords)):
         return None
     return positional, tuple((k, v) for k, v in dict(keywords).items() if v is not None)
@@ -120,9 +123,9 @@ def _may_be_a_device_flag(name: Optional[str]) -> bool:
     return name is not None and any(word in name.lower() for word in ("cuda", "gpu", "cpu", "mps"))
 
 
-def _may_pass_a_flag(argument: ast.expr) -> bool:
+def _may_pass_a_flag(argument: ast.expr, availability: FrozenSet[str]) -> bool:
     kind = type(argument)
-    return kind is ast.Attribute or (kind is ast.Call and _is_availability(argument))
+    return kind is ast.Attribute or (kind is ast.Call and _is_availability(argument)) or (kind is ast.Name and argument.id in availability)
 
 
 def _is_availability(call: ast.Call) -> bool:
@@ -130,16 +133,23 @@ def _is_availability(call: ast.Call) -> bool:
     return type(func) is ast.Attribute and func.attr == "is_available" and type(func.value) is ast.Attribute and func.value.attr == "cuda"
 
 
-def _passed(argument: ast.expr) -> Optional[str]:
+def _passed(argument: ast.expr, availability: FrozenSet[str]) -> Optional[str]:
     """``cuda`` for an argument ``args.cuda`` (what may carry an option), ``AVAILABILITY_PASSED``
-    for ``torch.cuda.is_available()``, else None."""
+    for ``torch.cuda.is_available()`` or a name bound to it, else None."""
     if type(argument) is ast.Call:
         return AVAILABILITY_PASSED if _is_availability(argument) and not argument.args else None
+    if type(argument) is ast.Name:
+        return AVAILABILITY_PASSED if argument.id in availability else None
     return argument.attr if isinstance(argument, ast.Attribute) and isinstance(argument.value, (ast.Name, ast.Attribute)) else None
 
 
-def read_call(call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller: str, guarded: bool, receivers: Dict[str, tuple]) -> None:
-    """The one reading of a call: its record under its callee, and the names it passes as values."""
+def read_call(
+    call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller: str, guarded: bool, receivers: Dict[str, tuple],
+    availability: FrozenSet[str] = frozenset(),
+) -> None:
+    """The one reading of a call: its record under its callee, and the names it passes as values
+    (``availability``: the module-level names bound only to ``torch.cuda.is_available()``, for a
+    call at module level)."""
     function = call.func
     name = _callee(function, known)
     if name is not None:
@@ -159,7 +169,7 @@ def read_call(call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller:
                 named.append(keyword.arg)
         base = function.value if type(function) is ast.Attribute else None
         record = CallFacts(
-            -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call),
+            -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call, availability if not caller else frozenset()),
             _receivers(base, receivers), caller, guarded,
         )
         seen = facts.sites.get(name)
@@ -309,3 +319,31 @@ def _is_record(record) -> bool:
     ):
         return False
     return isinstance(caller, str) and type(guarded) is bool
+
+
+def availability_names(tree: ast.Module) -> FrozenSet[str]:
+    """The module-level names every binding of which is ``torch.cuda.is_available()``
+    (tomgoldstein/loss-landscape@64ef4d5 cifar10/main.py:175 ``use_cuda``, then passed to
+    ``train(..., use_cuda)``): false wherever CUDA is missing."""
+    bound: Dict[str, bool] = {}
+    statements = list(tree.body)
+    while statements:
+        statement = statements.pop()
+        kind = type(statement)
+        if kind is ast.Assign:
+            value = statement.value
+            holds = type(value) is ast.Call and _is_availability(value) and not value.args
+            for target in statement.targets:
+                for node in nodes_below(target):
+                    if type(node) is ast.Name:
+                        bound[node.id] = bound.get(node.id, True) and holds and target is node
+        elif kind in (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Import, ast.ImportFrom):
+            for node in nodes_below(statement.target) if kind in (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor) else ():
+                if type(node) is ast.Name:
+                    bound[node.id] = False
+            if kind in (ast.Import, ast.ImportFrom):
+                for alias in statement.names:
+                    bound[(alias.asname or alias.name).split(".")[0]] = False
+        if kind not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            statements.extend(inner for block in child_blocks(statement) for inner in block)
+    return frozenset(name for name, holds in bound.items() if holds)

@@ -14,14 +14,14 @@ module's content hash.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
+from ..knowledge.file_names import bound_file_names, file_names
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
-from .calls import ModuleCalls, origins, read_call, read_node
+from .calls import ModuleCalls, availability_names, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
@@ -164,11 +164,12 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             elif kind in _BINDINGS:
                 read_node(node, calls, known)
     for path_name, root in named_saves:
-        facts.cpu_saved_files.extend(_bound_file_names(path_name, root))
+        facts.cpu_saved_files.extend(bound_file_names(path_name, root))
     facts.availability_rebound = [name for name in facts.availability_rebound if name not in plainly_rebound]
     coverage, receivers = context.coverage(), context.receivers()
+    availability = availability_names(tree)
     for node, caller in found:
-        read_call(node, calls, known, caller, coverage.covers(node), receivers)
+        read_call(node, calls, known, caller, coverage.covers(node), receivers, availability)
     calls.definitions = definitions(tree)
     calls.workers = context.workers(tree)
     facts.kernels = kernels.facts()
@@ -293,43 +294,12 @@ def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: Mo
     ``torch.save`` writes, directly or through a name it binds;
     ``GIVEN_PATH`` where the path is an attribute or an argument (thunlp/OpenNRE@d6a2c6c
     opennre/framework/sentence_re.py:94,138 saves to ``self.ckpt``)."""
-    names = _bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
+    names = bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
     if not names and (type(path) is ast.Name or (type(path) is ast.Attribute and type(path.value) is ast.Name)):
         names = [GIVEN_PATH]
     if names:
         saved = facts.saving_classes.setdefault(class_name, [])
         saved.extend(name for name in names if name not in saved)
-
-
-def _bound_file_names(variable: str, root: ast.AST) -> List[str]:
-    """The file names the values bound to ``variable`` in ``root`` write
-    (``fname = os.path.join(kd_dir, "best_pred_run{}.pt".format(run))`` -> ``best_pred_run{}.pt``)."""
-    return [
-        name
-        for node in nodes_below(root)
-        if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == variable for target in node.targets)
-        for name in file_names(node.value)
-    ]
-
-
-#: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).
-_FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
-
-
-def file_names(path: ast.expr) -> List[str]:
-    """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
-    ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/support/saved_files.path_keys`` keys them."""
-    names = []
-    for node in nodes_below(path):
-        if isinstance(node, ast.JoinedStr):
-            value = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            value = re.sub(r"\{[^{}]*\}", "{}", node.value)
-        else:
-            continue
-        if _FILE_NAME.match(value):
-            names.append(value.rsplit("/", 1)[-1])
-    return names
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:

@@ -14,7 +14,9 @@ def well_formed(kernels: object) -> bool:
     """Whether stored kernel facts have the shape ``KernelReader.facts`` gives them."""
     if kernels == {}:
         return True
-    if not isinstance(kernels, dict) or set(kernels) != {"builds", "imports", "scopes", "tests_cpu", "end"}:
+    if not isinstance(kernels, dict) or set(kernels) != {"builds", "imports", "scopes", "tests_cpu", "end", "main"}:
+        return False
+    if not (kernels["main"] == [] or _shaped(kernels["main"], (int, int))):
         return False
     builds, imports, scopes = kernels["builds"], kernels["imports"], kernels["scopes"]
     return (
@@ -86,6 +88,8 @@ class CudaOnlyCode:
             kernel = _tested_kernel(path, facts, whole) if path not in users or not users[path] else None
             if kernel is not None:
                 driving[kernel].setdefault(path, []).append((1, facts["end"]))
+        for path, (kernel, block) in _self_tests(modules, whole).items():
+            driving[kernel].setdefault(path, []).append(block)
         merged: Dict[str, List[Span]] = {}
         for kernel, spans_by_path in driving.items():
             joined = {path: _merged(spans) for path, spans in spans_by_path.items()}
@@ -166,6 +170,31 @@ def _tested_kernel(path: str, facts: dict, whole: Mapping[str, str]) -> Optional
         if kernel is not None and not guarded:
             return kernel
     return None
+
+
+def _self_tests(modules: Mapping[str, dict], whole: Mapping[str, str]) -> Dict[str, Tuple[str, Span]]:
+    """Path -> (kernel, lines) of the ``__main__`` blocks that exercise a module other modules
+    import and that cannot be imported without a CUDA-only kernel, directly or through the
+    project's modules (Yochengliu/Relation-Shape-CNN@6464eb8 utils/pointnet2_modules.py:247,
+    models/rscnn_ssn_cls.py:100): a self-test of kernel code, not a program of its own."""
+    needing = dict(whole)  # module name -> the kernel it cannot be imported without
+    imported: Set[str] = set()
+    grown = True
+    while grown:
+        grown = False
+        for path, facts in modules.items():
+            name = _module_name(path)
+            for dotted, guarded in facts["imports"].values() if facts else ():
+                parts = dotted.lstrip(".").split(".")[-2:]
+                imported.update(parts)
+                kernel = next((needing[part] for part in parts if part in needing and part != name), None)
+                if kernel is not None and not guarded and name not in needing:
+                    needing[name], grown = kernel, True
+    return {
+        path: (needing[_module_name(path)], (facts["main"][0], facts["main"][1]))
+        for path, facts in modules.items()
+        if facts and facts["main"] and _module_name(path) in needing and _module_name(path) in imported
+    }
 
 
 def _merged(spans: Iterable[Span]) -> List[Span]:

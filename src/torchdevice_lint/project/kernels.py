@@ -67,8 +67,12 @@ class KernelReader:
         #: Whether the module imports an extension class it may call through a name of its own.
         self.binds_extension_class = False
         self.end = max((getattr(statement, "end_lineno", 0) or 0 for statement in tree.body), default=0)
+        #: The lines of the ``if __name__ == "__main__":`` block, ``[]`` where there is none.
+        self.main_block: List[int] = []
         for statement in tree.body:
             self._read_binding(statement, guarded=False)
+            if isinstance(statement, ast.If) and _is_main_check(statement.test):
+                self.main_block = [statement.lineno, statement.end_lineno or statement.lineno]
 
     def facts(self) -> dict:
         """The plain data kept for the module: empty where it neither builds nor imports a
@@ -76,7 +80,10 @@ class KernelReader:
         if not (self.builds or self.imports):
             return {}
         scopes = [scope for scope in self.scopes if scope[2]]
-        return {"builds": self.builds, "imports": self.imports, "scopes": scopes, "tests_cpu": self.tests_cpu, "end": self.end}
+        return {
+            "builds": self.builds, "imports": self.imports, "scopes": scopes, "tests_cpu": self.tests_cpu,
+            "end": self.end, "main": self.main_block,
+        }
 
     def _read_binding(self, statement: ast.stmt, guarded: bool) -> None:
         if isinstance(statement, (ast.Import, ast.ImportFrom)) and not self.binds_extension_class:
@@ -364,3 +371,11 @@ def _reraises(handler: ast.ExceptHandler) -> bool:
     last = body[-1]
     raises = type(last) is ast.Raise or (type(last) is ast.If and not last.orelse and type(last.body[-1]) is ast.Raise)
     return raises and all(type(statement) in (ast.Expr, ast.Pass) for statement in body[:-1])
+
+
+def _is_main_check(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``."""
+    return (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+        and len(test.comparators) == 1 and literal_string(test.comparators[0]) == "__main__"
+    )

@@ -14,9 +14,10 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
-    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE, KERNEL_TEST_SCRIPT,
-    LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y, REBOUND_USE_GPU, configured_flags, kernel_callers,
+    ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON,
+    CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE,
+    KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y,
+    REBOUND_USE_GPU, configured_flags, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -52,8 +53,7 @@ class CudaMethodCall(Rule):
         Valid("import torch\n\nclass Wrapper:\n    def cuda(self):\n        self.model.cuda()\n        return super().cuda()\n"),
         Valid("class EdgeConnect:\n    def cuda(self, *args):\n        return (item.to(self.device) for item in args)\n\n    def train(self, items):\n        images, masks = self.cuda(*items)\n"),
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
-        # only where the graph is on a GPU already (THUDM/GCC@20398aa gcc/models/graph_encoder.py:155)
-        Valid('import torch\n\ndef f(g, x):\n    if g.device != torch.device("cpu"):\n        x = x.cuda(g.device)\n    return x\n'),
+        Valid('import torch\n\ndef f(g, x):\n    if g.device != torch.device("cpu"):\n        x = x.cuda(g.device)\n    return x\n'),  # THUDM/GCC@20398aa gcc/models/graph_encoder.py:155: only where the graph is on a GPU
         Valid("import torch\nx = torch.ones(2)\nx = x.cuda()  # noqa: TDV101\n"),
         # yitu-opensource/T2T-ViT@0f63dc9 main.py:516-521: timm's losses hold no tensor either
         Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
@@ -63,10 +63,8 @@ class CudaMethodCall(Rule):
         # a module's own function named `cuda`, the module name bound only in another function
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards
-        Valid(
-            'import torch\np.add_argument("--no-cuda", action="store_true")\nargs = p.parse_args()\n'
-            "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"
-        ),
+        Valid('import torch\np.add_argument("--no-cuda", action="store_true")\nargs = p.parse_args()\n'
+              "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"),
         *CONSTANT_FLAGS_OFF,  # a name or attribute set to False, or to True only where CUDA is there
         *DEAD_HELPERS,  # nested helpers nothing names
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
@@ -80,7 +78,8 @@ class CudaMethodCall(Rule):
         Valid("import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"),
         # every call passes torch.cuda.is_available() as the flag (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:70,149)
         Valid("def neighbours(data, k=10, cuda=True):\n    if cuda:\n        model.cuda()\n", files={"run.py": "import torch\nfrom example import neighbours\nneighbours(data, 10, torch.cuda.is_available())\n"}),
-        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION,  # a CUDA-only kernel's code: one TDV310 instead
+        AVAILABILITY_NAME_PASSED[0],  # ... or a name bound to it
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
@@ -166,6 +165,7 @@ class CudaMethodCall(Rule):
                 "if args.use_cuda:\n    model.to(device)\n"
             ),
         ),
+        AVAILABILITY_NAME_PASSED[1],  # the name the script passes is bound to a constant as well
         OPTION_OF_THE_IMPORTER, CALLED_HELPER,  # the default of the script that imports the module; a helper called
         # a name the module only ever sets to True (Tianxiaomo/pytorch-YOLOv4@a65d219 models.py:479)
         Invalid(CONSTANT_FLAG_ON, fixed="import torch\n\n" + DEVICE + CONSTANT_FLAG_ON[13:].replace(".cuda()", ".to(device)")),

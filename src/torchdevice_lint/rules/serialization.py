@@ -26,6 +26,7 @@ from .support.saved_files import (
     in_dataset_class,
     loaded_into_place,
     may_be_none,
+    named_file_names,
     opened_path,
     path_keys,
     read_as_numpy,
@@ -98,6 +99,16 @@ class LoadWithoutMapLocation(Rule):
             "import os\nimport torch\n\n\ndef save_pred(pred, run, kd_dir):\n    fname = os.path.join(kd_dir, 'best_pred_run{}.pt'.format(run))\n"
             "    torch.save(pred.cpu(), fname)\n\n\ndef teacher_output(args, run):\n"
             "    return torch.load('./{}/best_pred_run{}.pt'.format(args.kd_dir, run))\n"
+        ),
+        # lyndonzheng/Pluralistic-Inpainting@034a758 model/base_model.py:94-116: each file name is
+        # a `%` template bound to a name of its own, saved from `net.cpu().state_dict()`
+        Valid(
+            "import os\nimport torch\n\nclass BaseModel:\n    def save_networks(self, epoch):\n        for name in self.model_names:\n"
+            "            save_filename = '%s_net_%s.pth' % (epoch, name)\n            save_path = os.path.join(self.save_dir, save_filename)\n"
+            "            net = getattr(self, 'net_' + name)\n            torch.save(net.cpu().state_dict(), save_path)\n\n"
+            "    def load_networks(self, epoch):\n        for name in self.model_names:\n"
+            "            filename = '%s_net_%s.pth' % (epoch, name)\n            path = os.path.join(self.save_dir, filename)\n"
+            "            getattr(self, 'net_' + name).load_state_dict(torch.load(path))\n"
         ),
         # `torch` here is the file's own import, not the one the star import brings
         Valid('from utils import *\nimport safetensors.torch as torch\nstate = torch.load("model.pt")\n', files={"utils.py": "import torch\n"}),
@@ -461,7 +472,12 @@ class LoadWithoutMapLocation(Rule):
         stand for ``path``; a name bound once in the function, for its value too."""
         path = _unopened(opened_path(target, self.ctx.stack) or target)
         bound = single_binding(self.ctx, path.value) if isinstance(path, cst.Name) else None
-        return path_keys(path) | path_keys(bound) if bound is not None else path_keys(path)
+        built = bound if bound is not None else path
+        return path_keys(path) | path_keys(built) | named_file_names(built, self._single_value)
+
+    def _single_value(self, name: str) -> Tuple[cst.BaseExpression, ...]:
+        value = single_binding(self.ctx, name)
+        return (value,) if value is not None else ()
 
     def _path_code(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """The path's code alone: a save through a function call matches the same expression

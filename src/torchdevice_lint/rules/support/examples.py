@@ -91,6 +91,17 @@ FFI_TEST_SCRIPT = Valid(
 #: The same of DCNv2, built through a name bound to the extension class.
 ALIASED_TEST_SCRIPT = Valid(ALIASED_FUNCTION + "\n\nx = torch.randn(2, 4).cuda()\ny = DCNv2.apply(x)\n", files={"setup.py": ALIASED_SETUP.format(ALIASED_REFUSAL)})
 
+#: A model module built on the kernel's Function, with a ``__main__`` self-test (``{}``: the move).
+KERNEL_MODEL = (
+    "import torch\nfrom fused import FusedAct\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+    "        return FusedAct.apply(x)\n\n\nif __name__ == '__main__':\n    x = torch.randn(8){}\n    print(Net()(x))\n"
+)
+#: The self-test of a module the project imports exercises the kernel: TDV310's (Yochengliu/Relation-Shape-CNN@6464eb8).
+KERNEL_SELF_TEST = Valid(
+    KERNEL_MODEL.format(".cuda()"),
+    files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION, "train.py": "from example import Net\n"},
+)
+
 
 def kernel_callers(device: str) -> Tuple[Invalid, ...]:
     """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
@@ -99,6 +110,12 @@ def kernel_callers(device: str) -> Tuple[Invalid, ...]:
     return (
         Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
         Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+        # a module nothing imports: its `__main__` block is a program (with the kernel, on CUDA)
+        Invalid(
+            KERNEL_MODEL.format(".cuda()"),
+            fixed=KERNEL_MODEL.replace("\n\n\nclass", "\n\n" + device + "\n\nclass", 1).format(".to(device)"),
+            files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION},
+        ),
     )
 
 
@@ -296,6 +313,18 @@ _HELPER = "    def empirical_stat(vecs):\n        return torch.zeros(0).cuda()\n
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
+)
+#: A function moving to CUDA under a flag, and a script passing it a name bound to ``{}``
+#: (tomgoldstein/loss-landscape@64ef4d5 cifar10/main.py:78,175,260); the name bound to a
+#: constant as well leaves the flag on where CUDA is missing.
+_TRAIN_IF_CUDA = "def train(net, use_cuda=True):\n    if use_cuda:\n        net.cuda()\n"
+_NAME_PASSED = "import torch\nfrom example import train\n\nuse_cuda = {}\ntrain(torch.nn.Linear(2, 2), use_cuda)\n"
+AVAILABILITY_NAME_PASSED = (
+    Valid(_TRAIN_IF_CUDA, files={"main.py": _NAME_PASSED.format("torch.cuda.is_available()")}),
+    Invalid(
+        _TRAIN_IF_CUDA, fixed="import torch\n\n" + DEVICE + "\n\n" + _TRAIN_IF_CUDA.replace(".cuda()", ".to(device)"),
+        files={"main.py": _NAME_PASSED.format("torch.cuda.is_available()") + "use_cuda = True\ntrain(torch.nn.Linear(2, 2), use_cuda)\n"},
+    ),
 )
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, FrozenSet, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 from ...inference.vocabulary import DTYPES
+from ...knowledge.file_names import file_name_key
 from ...knowledge import cst_guards as guards
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import last_name, source_of, statements_after
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
 
 LOADERS = {"torch.load", "torch.jit.load"}
 SAVERS = {"torch.save", "torch.jit.save"}
-#: A string literal that names a file: ``"model.ckpt"``, ``'trainfeat.pth'``, or a family of
-#: files: ``'{}.pkl'.format(epoch)``, ``f"{epoch}.pkl"`` (placeholders written ``{}``).
-_FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
 #: Builtins and path classes that build any path: no family of files.
 _GENERIC_PATHS = frozenset({"str", "open", "Path", "PurePath", "join", "format", "print"})
 #: Existence checks: ``os.path.isfile(p)``, ``os.path.exists(p)``, ``p.is_file()``, ``p.exists()``.
@@ -40,13 +38,26 @@ def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
     keys = {re.sub(r"\s+", "", source_of(path))}
     if isinstance(path, cst.Call) and isinstance(path.func, cst.Name) and path.func.value not in _GENERIC_PATHS:
         keys.add(f"{path.func.value}()")
+    return frozenset(keys) | _file_names(path)
+
+
+def _file_names(path: cst.BaseExpression) -> FrozenSet[str]:
+    """The file names written in a path expression: ``'%s_net_%s.pth' % (epoch, name)`` ->
+    ``{}_net_{}.pth``."""
+    names = set()
     for literal in _nodes_of(path, cst.SimpleString, cst.FormattedString):
         value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
-        if isinstance(value, str):
-            value = re.sub(r"\{[^{}]*\}", "{}", value)
-            if _FILE_NAME.match(value):
-                keys.add(value.rsplit("/", 1)[-1])
-    return frozenset(keys)
+        name = file_name_key(value) if isinstance(value, str) else None
+        if name is not None:
+            names.add(name)
+    return frozenset(names)
+
+
+def named_file_names(path: cst.BaseExpression, values_of: Callable[[str], Iterable[cst.BaseExpression]]) -> FrozenSet[str]:
+    """The file names held by the names a path is built from: ``os.path.join(self.save_dir,
+    save_filename)`` with ``save_filename = '%s_net_%s.pth' % (epoch, name)`` -> ``{}_net_{}.pth``."""
+    names = {node.value for node in _nodes_of(path, cst.Name)}
+    return frozenset().union(*(_file_names(value) for name in names for value in values_of(name)))
 
 
 def _nodes_of(root: cst.CSTNode, *node_types: type) -> list:
@@ -97,8 +108,8 @@ class SavedFiles:
                     if any(method_name(call) == "cpu" for call in _nodes_of(save.args[0].value, cst.Call)):
                         keys |= path_keys(path)
                         # ``fname = os.path.join(d, "pred.pt")`` then ``torch.save(x.cpu(), fname)``
-                        for value in finder.bound.get(path.value, ()) if isinstance(path, cst.Name) else ():
-                            keys |= path_keys(value)
+                        for value in finder.bound.get(path.value, ()) if isinstance(path, cst.Name) else (path,):
+                            keys |= path_keys(value) | named_file_names(value, lambda name: finder.bound.get(name, ()))
             self._cpu_keys = frozenset(keys)
         return self._cpu_keys
 
@@ -138,7 +149,10 @@ def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
     os.path.isfile(p): x = torch.load(p) else: ...; torch.save(x, p)``; the same with a branch
     that returns (``if exists(p): return torch.load(p)``, the save below it); and ``try: x =
     torch.load(p) except: pass`` with the save below (facebookresearch/BLINK@5fe254d
-    blink/biencoder/eval_biencoder.py:179-199)."""
+    blink/biencoder/eval_biencoder.py:179-199). A family of files (``checkpoint_{}.pth``) is no
+    cache: loading step N and saving the current step is a resume (xcmyz/FastSpeech@1e1a61b
+    train.py:47-49,174)."""
+    keys = frozenset(key for key in keys if "{}" not in key)
     for index, node in enumerate(stack[:-1]):
         inner = stack[index + 1]
         if isinstance(node, cst.If) and inner is node.body:
