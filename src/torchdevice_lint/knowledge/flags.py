@@ -261,16 +261,25 @@ class FlagDefaults:
         return self._attributes
 
 
-def accepting(function: cst.FunctionDef, positional: int) -> Callable[[int, list], bool]:
-    """Whether ``function`` (``positional``: how many arguments a call may pass by position)
-    takes a call passing that many positional arguments (-1: unknown) and those keywords."""
+def accepting(function: cst.FunctionDef, positional: int) -> Callable[..., bool]:
+    """Whether ``function`` (``positional``: how many arguments a call may pass by position,
+    ``self`` aside) takes a call passing that many positional arguments (-1: unknown), those
+    keywords and maybe ``**kwargs``: not too many, none it does not name, and every parameter
+    without a default given (``net.train()`` is no call of ``def train(loader, net, cuda=True)``)."""
     params = function.params
     named = {p.name.value for p in list(params.params) + list(params.kwonly_params)}  # not positional-only ones
     many = isinstance(params.star_arg, cst.Param)
     anything = params.star_kwarg is not None
+    ordered = list(params.posonly_params) + list(params.params)
+    required = [(index, p.name.value) for index, p in enumerate(ordered[len(ordered) - positional:]) if p.default is None]
+    required_keywords = [p.name.value for p in params.kwonly_params if p.default is None]
 
-    def accepts(count: int, keywords: list) -> bool:
-        return (many or count <= positional) and (anything or all(keyword in named for keyword in keywords))
+    def accepts(count: int, keywords: list, unpacked: bool = False) -> bool:
+        if not (many or count <= positional) or not (anything or all(keyword in named for keyword in keywords)):
+            return False
+        return count < 0 or unpacked or (
+            all(index < count or name in keywords for index, name in required) and all(name in keywords for name in required_keywords)
+        )
 
     return accepts
 

@@ -167,7 +167,7 @@ class ParameterGuards:
         accepts = accepting(function, len(names))
         values, counted = list(default), 0
         for count, keywords, unpacked, (passed_positional, passed_keywords, receivers, _) in self.project.parameter_calls.get(f"{callee}@{self.stem}", ()):
-            if receiver is not None and receivers and receiver not in receivers or not accepts(count, keywords):
+            if receiver is not None and receivers and receiver not in receivers or not accepts(count, keywords, unpacked):
                 continue  # ``loader.initialize()`` calls another class's method
             counted += 1
             if unpacked or count < 0:

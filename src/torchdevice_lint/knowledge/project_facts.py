@@ -147,14 +147,14 @@ class ProjectFacts:
 
     def passed_default(
         self, callee: str, index: Optional[int], keyword: str, klass: Optional[str] = None,
-        accepts: Optional[Callable[[int, list], bool]] = None,
+        accepts: Optional[Callable[..., bool]] = None,
     ) -> Optional[bool]:
         """The default of the option every call of ``callee`` in the project passes as its
         argument ``index`` (positional, None if keyword-only) or ``keyword``: ``test_net(..., args.cuda)``
         everywhere and ``--cuda`` defaulting to True give True. None unless every call passes
         one, and their defaults agree. A method of ``klass`` leaves out the calls on receivers
         built from other classes (``loader.initialize()`` is not ``Trainer.initialize``), and
-        ``accepts`` (positional count, keywords) the calls the callee cannot take."""
+        ``accepts`` (positional count, keywords, ** unpacked) the calls the callee cannot take."""
         found = set()
         for positional, keywords, receivers, written in self.arguments.get(callee, ()):
             if klass is not None and receivers and klass not in receivers or accepts is not None and not accepts(*written):

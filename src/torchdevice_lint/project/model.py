@@ -290,8 +290,8 @@ def _passed_in_caller(record: CallFacts, caller: ModuleFacts) -> list:
     """``[positional, keywords, receivers, written]`` of the flag attributes a call passes, each
     option as the calling module defines it (``_in_caller``; positional and keywords None where
     the call passes no flag attribute), with the arguments it writes: ``[positional count or -1,
-    keywords]`` (a call a function cannot accept is not its call)."""
-    written = [record.positional, list(record.keywords)]
+    keywords, ** unpacked]`` (a call a function cannot accept is not its call)."""
+    written = [record.positional, list(record.keywords), record.unpacked]
     if record.passed is None:
         return [None, None, list(record.receivers), written]
     positional, keywords = record.passed

@@ -315,9 +315,9 @@ DEAD_HELPERS = (
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
 )
 #: A function moving to CUDA under a flag, and a script passing it a name bound to ``{}``
-#: (tomgoldstein/loss-landscape@64ef4d5 cifar10/main.py:78,175,260); the name bound to a
-#: constant as well leaves the flag on where CUDA is missing.
-_TRAIN_IF_CUDA = "def train(net, use_cuda=True):\n    if use_cuda:\n        net.cuda()\n"
+#: (tomgoldstein/loss-landscape@64ef4d5 cifar10/main.py:34-35,175,259: ``net.train()``, which it
+#: cannot take, is no call of it); the name bound to a constant as well leaves the flag on.
+_TRAIN_IF_CUDA = "def train(net, use_cuda=True):\n    net.train()\n    if use_cuda:\n        net.cuda()\n"
 _NAME_PASSED = "import torch\nfrom example import train\n\nuse_cuda = {}\ntrain(torch.nn.Linear(2, 2), use_cuda)\n"
 AVAILABILITY_NAME_PASSED = (
     Valid(_TRAIN_IF_CUDA, files={"main.py": _NAME_PASSED.format("torch.cuda.is_available()")}),
