@@ -177,6 +177,8 @@ def read_call(
             facts.sites[name] = [record]
         elif record not in seen:
             seen.append(record)
+    if type(function) is ast.Name and function.id == "super":
+        return  # ``super(Net, self)`` names its class, which it does not call
     for argument in call.args:
         _escape(argument, facts, known)
     for keyword in call.keywords:

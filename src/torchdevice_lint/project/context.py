@@ -36,7 +36,8 @@ class ContextReader:
     names bound to a device test or to a new instance, the parameters, the ``spawn`` calls."""
 
     def __init__(self) -> None:
-        self.conditions: List[ast.If] = []
+        #: The ``if`` statements and conditional expressions.
+        self.conditions: List[ast.AST] = []
         #: Name -> whether every ``=`` binding it is a device test (``cuda = device.type != "cpu"``).
         self._device_tests: Dict[str, bool] = {}
         #: Name -> the classes its ``=`` bindings construct (None: bound to something else too).
@@ -46,6 +47,9 @@ class ContextReader:
         #: What follows ``if not torch.cuda.is_available(): return`` in a function's body: its
         #: calls run only with CUDA.
         self._after_exits: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
+        #: A name a function binds to itself and an availability test (``use_cuda = use_cuda and
+        #: torch.cuda.is_available()``), with the rest of the body, where it proves CUDA.
+        self._proven_after: List[Tuple[str, Tuple[Tuple[int, int], Tuple[int, int]]]] = []
 
     def read_assign(self, target: ast.expr, value: ast.expr) -> None:
         if type(target) is not ast.Name:
@@ -70,6 +74,11 @@ class ContextReader:
             ):  # lrjconan/GRAN@fc9c04a utils/data_parallel.py:77-91
                 self._after_exits.append(_span(body[index + 1:]))
                 break
+        for index, statement in enumerate(body[:-1]):
+            name = _rebound_to_availability(statement)
+            if name is not None and not _binds(body[index + 1:], name):
+                # hendrycks/outlier-exposure@e6ede98 NLP_language_modeling/torchqrnn/forget_mult.py:175-177
+                self._proven_after.append((name, _span(body[index + 1:])))
 
     def read_spawn(self, call: ast.Call) -> None:
         self._spawns.append(call)
@@ -78,8 +87,12 @@ class ContextReader:
         """Where the module's calls run only with CUDA: the bodies of ``if`` statements whose test
         proves it (``ast_guards.sign``, or a name bound only to a device test)."""
         devices = {name for name, test in self._device_tests.items() if test and name not in self._parameters}
-        spans = [_span(node.body) for node in self.conditions if _proves_cuda(node.test, devices)]
+        spans = [_body_span(node) for node in self.conditions if _proves_cuda(node.test, devices | self._proven_at(node))]
         return Coverage(spans + self._after_exits)
+
+    def _proven_at(self, node: ast.AST) -> Set[str]:
+        where = (node.lineno, node.col_offset)
+        return {name for name, (first, last) in self._proven_after if first <= where <= last}
 
     def receivers(self) -> Dict[str, tuple]:
         """Name -> the classes it is constructed from, where that is all that binds it."""
@@ -111,7 +124,7 @@ class ContextReader:
     def _for_several_processes(self, call: ast.Call) -> bool:
         return any(
             _several_processes(node.test) and node.body[0].lineno <= call.lineno <= node.body[-1].end_lineno
-            for node in self.conditions
+            for node in self.conditions if type(node) is ast.If
         )
 
 
@@ -119,6 +132,32 @@ def _leaves(block: List[ast.stmt]) -> bool:
     """Whether a block ends by returning: the program goes on without CUDA (a ``raise`` or an
     ``exit`` there refuses to run, which exempts nothing)."""
     return type(block[-1]) is ast.Return
+
+
+def _body_span(condition: ast.AST) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    """What an ``if`` statement's or a conditional expression's test guards."""
+    body = condition.body
+    if type(body) is list:
+        return _span(body)
+    return (body.lineno, body.col_offset), (body.end_lineno, body.end_col_offset)
+
+
+def _rebound_to_availability(statement: ast.stmt) -> Optional[str]:
+    """``use_cuda = use_cuda and torch.cuda.is_available()``: the name, true only where CUDA is."""
+    if type(statement) is not ast.Assign or len(statement.targets) != 1 or type(statement.targets[0]) is not ast.Name:
+        return None
+    value = statement.value
+    if type(value) is ast.BoolOp and type(value.op) is ast.And and any(ast_guards.sign(part) == guards.POSITIVE for part in value.values):
+        return statement.targets[0].id
+    return None
+
+
+def _binds(statements: List[ast.stmt], name: str) -> bool:
+    """Whether the statements (nested ones too) bind ``name`` again."""
+    return any(
+        type(node) is ast.Name and node.id == name and type(node.ctx) is ast.Store
+        for statement in statements for node in ast.walk(statement)
+    )
 
 
 def _span(nodes: List[ast.stmt]) -> Tuple[Tuple[int, int], Tuple[int, int]]:

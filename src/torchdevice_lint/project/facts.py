@@ -159,8 +159,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 read_node(node, calls, known)
             elif kind in _CONDITIONS:
                 kernels.read_test(node)
-                if kind is ast.If:
-                    context.conditions.append(node)
+                context.conditions.append(node)
             elif kind in _BINDINGS:
                 read_node(node, calls, known)
     for path_name, root in named_saves:

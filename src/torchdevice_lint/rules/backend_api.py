@@ -16,6 +16,7 @@ from ..knowledge.event_timing import (
 )
 from ..syntax.cst_nodes import dotted_name, source_of
 from .support.common import display_only, guard_statement_fix
+from .support.examples import GPU_CLASS_ON_BY_DEFAULT, GPU_ONLY_CLASS
 from .device_queries import parenthesized
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
@@ -173,8 +174,10 @@ class UnguardedCudaApi(Rule):
             "    torch.cuda.set_device(local_rank)\n"
         ),
         Valid("import torch\nif args.distributed:\n    torch.cuda.set_device(args.gpu)\n"),
+        GPU_ONLY_CLASS,  # built only where `use_cuda = use_cuda and torch.cuda.is_available()` holds
     )
     invalid = (
+        GPU_CLASS_ON_BY_DEFAULT,
         # a CUDA-named class runs wherever it is used (a callback on by default)
         Invalid(
             "import torch\n\nclass CUDACallback:\n    def on_train_epoch_end(self, trainer):\n        torch.cuda.synchronize()\n",

@@ -9,6 +9,7 @@ import zipfile
 from typing import Tuple
 
 from ...engine.rule import Invalid, Valid
+from ...model.fixes import Applicability
 
 #: What the fix writes where no device is bound: the module-level binding, or, where that name is
 #: taken, the expression itself (the examples' default target torch).
@@ -325,6 +326,22 @@ AVAILABILITY_NAME_PASSED = (
         _TRAIN_IF_CUDA, fixed="import torch\n\n" + DEVICE + "\n\n" + _TRAIN_IF_CUDA.replace(".cuda()", ".to(device)"),
         files={"main.py": _NAME_PASSED.format("torch.cuda.is_available()") + "use_cuda = True\ntrain(torch.nn.Linear(2, 2), use_cuda)\n"},
     ),
+)
+#: A kernel's class built only where a flag rebound with an availability test holds
+#: (hendrycks/outlier-exposure@e6ede98 NLP_language_modeling/torchqrnn/forget_mult.py:95-117,175-179);
+#: ``{}``: the flag's rebinding.
+_GPU_ONLY_CLASS = (
+    "import torch\n\n\nclass GPUForget(torch.autograd.Function):\n    def __init__(self):\n"
+    "        super(GPUForget, self).__init__()\n\n    def compile(self):\n        return torch.cuda.current_device()\n\n\n"
+    "class Forget(torch.nn.Module):\n    def forward(self, f, use_cuda=True):\n{}"
+    "        return GPUForget().compile() if use_cuda else f\n"
+)
+GPU_ONLY_CLASS = Valid(
+    _GPU_ONLY_CLASS.format("        use_cuda = use_cuda and torch.cuda.is_available()\n"), files={"train.py": "from example import Forget\n"},
+)
+#: The same where the flag is the parameter alone (on by default): reported.
+GPU_CLASS_ON_BY_DEFAULT = Invalid(
+    _GPU_ONLY_CLASS.format(""), fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"train.py": "from example import Forget\n"},
 )
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
