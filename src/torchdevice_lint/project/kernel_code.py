@@ -177,19 +177,20 @@ def _self_tests(modules: Mapping[str, dict], whole: Mapping[str, str]) -> Dict[s
     import and that cannot be imported without a CUDA-only kernel, directly or through the
     project's modules (Yochengliu/Relation-Shape-CNN@6464eb8 utils/pointnet2_modules.py:247,
     models/rscnn_ssn_cls.py:100): a self-test of kernel code, not a program of its own."""
+    imports = {
+        path: [(dotted.lstrip(".").split(".")[-2:], guarded) for dotted, guarded in facts["imports"].values()]
+        for path, facts in modules.items() if facts
+    }
+    imported = {part for found in imports.values() for parts, _ in found for part in parts}
     needing = dict(whole)  # module name -> the kernel it cannot be imported without
-    imported: Set[str] = set()
     grown = True
     while grown:
         grown = False
-        for path, facts in modules.items():
+        for path, found in imports.items():
             name = _module_name(path)
-            for dotted, guarded in facts["imports"].values() if facts else ():
-                parts = dotted.lstrip(".").split(".")[-2:]
-                imported.update(parts)
-                kernel = next((needing[part] for part in parts if part in needing and part != name), None)
-                if kernel is not None and not guarded and name not in needing:
-                    needing[name], grown = kernel, True
+            kernel = next((needing[part] for parts, guarded in found if not guarded for part in parts if part in needing and part != name), None)
+            if kernel is not None and name not in needing:
+                needing[name], grown = kernel, True
     return {
         path: (needing[_module_name(path)], (facts["main"][0], facts["main"][1]))
         for path, facts in modules.items()

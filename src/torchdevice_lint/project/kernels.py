@@ -14,7 +14,8 @@ module builds it unconditionally (``psamask_gpu`` under ``if torch.cuda.is_avail
 Each module contributes plain data, cached by content hash with its other facts: the builds it
 makes, the modules it imports (other than the standard library's and the big libraries', and
 functions that import one and return it: a lazy getter), the functions, methods and autograd
-Functions that call into an imported module, and whether it tests for the CPU. ``kernel_code.py``
+Functions that call into an imported module, whether it tests for the CPU, and where its ``__main__``
+block is. ``kernel_code.py``
 combines them for the project.
 """
 
