@@ -16,7 +16,7 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, saved_checkpoint,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, resumed_family, saved_checkpoint,
 )
 from .support.saved_files import (
     LOADERS,
@@ -224,6 +224,7 @@ class LoadWithoutMapLocation(Rule):
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
+        resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',

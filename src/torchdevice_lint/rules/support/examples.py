@@ -343,6 +343,20 @@ GPU_ONLY_CLASS = Valid(
 GPU_CLASS_ON_BY_DEFAULT = Invalid(
     _GPU_ONLY_CLASS.format(""), fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"train.py": "from example import Forget\n"},
 )
+#: Try-loading step N of a family of checkpoints, then saving each step: a resume, no cache
+#: (xcmyz/FastSpeech@1e1a61b train.py:47-49,174); ``{}``: what the load passes.
+_RESUMED_FAMILY = (
+    "import torch\n\n\ndef main(args, model):\n    try:\n        state = torch.load('checkpoint_%d.pth' % args.restore_step{})\n"
+    "    except Exception:\n        state = None\n    for step in range(10):\n"
+    "        torch.save(model.state_dict(), 'checkpoint_%d.pth' % step)\n    return state\n"
+)
+
+
+def resumed_family(keep_saved: str) -> Invalid:
+    """TDV501's example of it; ``keep_saved``: the ``map_location`` the fix writes."""
+    return Invalid(_RESUMED_FAMILY.format(""), fixed=_RESUMED_FAMILY.format(f", map_location={keep_saved}"))
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",

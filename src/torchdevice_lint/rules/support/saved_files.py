@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 from ...inference.vocabulary import DTYPES
-from ...knowledge.file_names import file_name_key
 from ...knowledge import cst_guards as guards
+from ...knowledge.file_names import file_name_key
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import last_name, source_of, statements_after
 from .common import keyword, method_name
