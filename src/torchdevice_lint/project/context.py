@@ -32,7 +32,7 @@ Definition = Tuple[str, str]
 
 
 class ContextReader:
-    """What the module's walk hands over for the calls' context: its ``if`` statements, the
+    """What the module's walk hands over for the calls' context: its conditions, the
     names bound to a device test or to a new instance, the parameters, the ``spawn`` calls."""
 
     def __init__(self) -> None:
@@ -84,8 +84,9 @@ class ContextReader:
         self._spawns.append(call)
 
     def coverage(self) -> "Coverage":
-        """Where the module's calls run only with CUDA: the bodies of ``if`` statements whose test
-        proves it (``ast_guards.sign``, or a name bound only to a device test)."""
+        """Where the module's calls run only with CUDA: the bodies of ``if`` statements and
+        conditional expressions whose test proves it (``ast_guards.sign``, a name bound only to
+        a device test, or one the function rebound with an availability test above)."""
         devices = {name for name, test in self._device_tests.items() if test and name not in self._parameters}
         spans = [_body_span(node) for node in self.conditions if _proves_cuda(node.test, devices | self._proven_at(node))]
         return Coverage(spans + self._after_exits)
