@@ -136,7 +136,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 found.append((node, caller))
                 path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)
                 if caller and len(node.args) > 1 and _torch_save(node.func):
-                    _read_class_save(caller.partition(".")[0], node.args[1], root, facts)
+                    _read_class_save(caller.partition(".")[0], node.args[1], root, facts, tree)
                 if path_name is not None:  # bound in its function, or anywhere at module level
                     named_saves.append((path_name, root if type(root) in _FUNCTIONS else tree))
                 kernels.read_call(node, scope)
@@ -288,17 +288,32 @@ def _torch_save(func: ast.expr) -> bool:
     )
 
 
-def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: ModuleFacts) -> None:
+def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: ModuleFacts, tree: ast.Module) -> None:
     """The file names a method's (or a top-level function's: darts ``utils.save_checkpoint``)
-    ``torch.save`` writes, directly or through a name it binds;
+    ``torch.save`` writes, directly or through a name it binds, or through a module-level name
+    it reads (ethanfetaya/NRI@e63fcb0 train.py:95,278 ``encoder_file``);
     ``GIVEN_PATH`` where the path is an attribute or an argument (thunlp/OpenNRE@d6a2c6c
     opennre/framework/sentence_re.py:94,138 saves to ``self.ckpt``)."""
     names = bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
+    if not names and type(path) is ast.Name and path.id not in _parameters(method):
+        outside = ast.Module(body=[s for s in tree.body if not isinstance(s, _DEFINITIONS)], type_ignores=[])
+        names = bound_file_names(path.id, outside)
     if not names and (type(path) is ast.Name or (type(path) is ast.Attribute and type(path.value) is ast.Name)):
         names = [GIVEN_PATH]
     if names:
         saved = facts.saving_classes.setdefault(class_name, [])
         saved.extend(name for name in names if name not in saved)
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _parameters(function: ast.AST) -> Set[str]:
+    arguments = getattr(function, "args", None)
+    if arguments is None:
+        return set()
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
+    return {argument.arg for argument in every if argument is not None}
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:

@@ -16,13 +16,14 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, resumed_family, saved_checkpoint,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, resumed_family, saved_checkpoint,
 )
 from .support.saved_files import (
     LOADERS,
     SAVERS,
     SavedFiles,
     cache_written_when_missing,
+    global_file_names,
     in_dataset_class,
     loaded_into_place,
     may_be_none,
@@ -221,10 +222,12 @@ class LoadWithoutMapLocation(Rule):
             "    if not torch.cuda.is_available():\n        location = 'cpu'\n"
             "    return torch.load(path, map_location=location)\n"
         ),
+        global_path_saves('"cpu"')[0],  # a script's test() reloads what its train() saved to a module-level path
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
+        global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',
@@ -474,7 +477,8 @@ class LoadWithoutMapLocation(Rule):
         path = _unopened(opened_path(target, self.ctx.stack) or target)
         bound = single_binding(self.ctx, path.value) if isinstance(path, cst.Name) else None
         built = bound if bound is not None else path
-        return path_keys(path) | path_keys(built) | named_file_names(built, self._single_value)
+        keys = path_keys(path) | path_keys(built) | named_file_names(built, self._single_value)
+        return keys | global_file_names(self.ctx, path.value) if isinstance(path, cst.Name) and bound is None else keys
 
     def _single_value(self, name: str) -> Tuple[cst.BaseExpression, ...]:
         value = single_binding(self.ctx, name)

@@ -357,6 +357,26 @@ def resumed_family(keep_saved: str) -> Invalid:
     return Invalid(_RESUMED_FAMILY.format(""), fixed=_RESUMED_FAMILY.format(f", map_location={keep_saved}"))
 
 
+#: A script whose ``train()`` saves to a module-level path and whose ``test()`` reloads it after
+#: training (ethanfetaya/NRI@e63fcb0 train.py:95,278,305,390-401); ``{}``: ``test``'s parameters.
+_GLOBAL_PATH = (
+    "import os\nimport torch\n\nencoder_file = os.path.join(args.save_folder, 'encoder.pt')\n\n\n"
+    "def train(epoch):\n    torch.save(encoder.state_dict(), encoder_file)\n\n\n"
+    "def test({}):\n    encoder.load_state_dict(torch.load(encoder_file{{}}))\n\n\n"
+    "for epoch in range(10):\n    train(epoch)\ntest({})\n"
+)
+
+
+def global_path_saves(location: str) -> Tuple[Valid, Invalid]:
+    """TDV501's examples of it: the reload is exempt; one of a path ``test`` is given is not
+    (``location``: the ``map_location`` the fix writes)."""
+    given = _GLOBAL_PATH.format("encoder_file", "args.load")
+    return (
+        Valid(_GLOBAL_PATH.format("", "").format(""), files={"data.py": "import torch\n"}),
+        Invalid(given.format(""), fixed=given.format(f", map_location={location}"), files={"data.py": "import torch\n"}),
+    )
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",

@@ -18,7 +18,7 @@ from ...knowledge import cst_guards as guards
 from ...knowledge.file_names import file_name_key
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import last_name, source_of, statements_after
-from .common import keyword, method_name
+from .common import binds_name, keyword, method_name, parameter_names
 
 if TYPE_CHECKING:
     from ...engine.context import FileContext
@@ -430,6 +430,20 @@ def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
     bases = [folder] if beside_file else [folder, *(str(parent) for parent in Path(folder).parents)]
     found = [shipped[c] for c in (os.path.normpath(os.path.join(base, relative)) for base in bases) if c in shipped]
     return bool(found) and all(found)
+
+
+def global_file_names(ctx: FileContext, name: str) -> FrozenSet[str]:
+    """The file names the module-level bindings of ``name`` hold, where the enclosing function
+    reads it without binding it (ethanfetaya/NRI@e63fcb0 train.py:95,144,305 ``encoder_file``)."""
+    function = ctx.enclosing_function()
+    if function is None or name in parameter_names(function) or binds_name(function, name):
+        return frozenset()
+    values = [
+        assign.value for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
+        for assign in _nodes_of(statement, cst.Assign)
+        if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
+    ]
+    return frozenset().union(*(_file_names(value) for value in values))
 
 
 def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
