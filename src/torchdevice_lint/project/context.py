@@ -23,7 +23,7 @@ from ..inference.vocabulary import RETURNING_ITSELF
 from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
 from ..knowledge.cst_distributed import PROCESS_COUNTS
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import OWN, ModuleCalls
 
 Span = Tuple[int, int]
@@ -63,10 +63,7 @@ class ContextReader:
         self._instances[name] = known | {built} if known is not None and built and built[:1].isupper() else None
 
     def read_function(self, function: ast.AST) -> None:
-        arguments = function.args
-        for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
-            if argument is not None:
-                self._parameters.add(argument.arg)
+        self._parameters.update(parameter_names(function))
         body = function.body
         for index, statement in enumerate(body[:-1]):
             if type(statement) is ast.If and not statement.orelse and _leaves(statement.body) and (

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Set
 from ..knowledge.file_names import bound_file_names, file_names
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import ModuleCalls, availability_names, origins, read_call, read_node
 from .context import ContextReader, definitions
 from .kernels import KernelReader
@@ -295,7 +295,7 @@ def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: Mo
     ``GIVEN_PATH`` where the path is an attribute or an argument (thunlp/OpenNRE@d6a2c6c
     opennre/framework/sentence_re.py:94,138 saves to ``self.ckpt``)."""
     names = bound_file_names(path.id, method) if type(path) is ast.Name else file_names(path)
-    if not names and type(path) is ast.Name and path.id not in _parameters(method):
+    if not names and type(path) is ast.Name and path.id not in parameter_names(method):
         outside = ast.Module(body=[s for s in tree.body if not isinstance(s, _DEFINITIONS)], type_ignores=[])
         names = bound_file_names(path.id, outside)
     if not names and (type(path) is ast.Name or (type(path) is ast.Attribute and type(path.value) is ast.Name)):
@@ -306,14 +306,6 @@ def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: Mo
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _parameters(function: ast.AST) -> Set[str]:
-    arguments = getattr(function, "args", None)
-    if arguments is None:
-        return set()
-    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
-    return {argument.arg for argument in every if argument is not None}
 
 
 def _moves_to_cpu(value: ast.expr) -> bool:

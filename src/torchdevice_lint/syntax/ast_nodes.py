@@ -186,6 +186,16 @@ _CAPTURES = tuple(getattr(ast, kind) for kind in ("MatchAs", "MatchStar") if has
 _MAPPING = getattr(ast, "MatchMapping", ())
 
 
+def parameter_names(function: ast.AST) -> List[str]:
+    """Every parameter a ``def`` or ``lambda`` names, ``*args`` and ``**kwargs`` too (none for
+    anything else)."""
+    arguments = getattr(function, "args", None)
+    if not isinstance(arguments, ast.arguments):
+        return []
+    every = (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
+    return [argument.arg for argument in every if argument is not None]
+
+
 def bound_names(statement: ast.stmt) -> List[str]:
     """Names a statement binds in its own scope (nested functions, classes and lambdas are not
     entered, their names are)."""

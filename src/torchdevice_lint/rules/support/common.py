@@ -426,20 +426,3 @@ def _hard_codes_cuda(tree: ast.AST) -> bool:
         else:
             pending.extend(ast.iter_child_nodes(node))
     return False
-
-
-def binds_name(function: cst.FunctionDef, name: str) -> bool:
-    """Whether the function binds ``name`` anywhere (``=``, ``+=``, annotated, ``for``, ``with ... as``)."""
-    from ...syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
-
-    targets = [target.target for assign in nodes_of(function, cst.Assign) for target in assign.targets]
-    targets += [node.target for node in nodes_of(function, cst.AugAssign, cst.AnnAssign, cst.For)]
-    targets += [item.asname.name for item in nodes_of(function, cst.WithItem) if item.asname is not None]
-    return any(isinstance(node, cst.Name) and node.value == name for target in targets for node in [target, *nodes_of(target, cst.Name)])
-
-
-def parameter_names(function: cst.FunctionDef) -> FrozenSet[str]:
-    params = function.params
-    every = [*params.posonly_params, *params.params, *params.kwonly_params]
-    every += [param for param in (params.star_arg, params.star_kwarg) if isinstance(param, cst.Param)]
-    return frozenset(param.name.value for param in every)

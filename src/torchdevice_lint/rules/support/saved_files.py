@@ -18,7 +18,7 @@ from ...knowledge import cst_guards as guards
 from ...knowledge.file_names import file_name_key
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import last_name, source_of, statements_after
-from .common import binds_name, keyword, method_name, parameter_names
+from .common import keyword, method_name
 
 if TYPE_CHECKING:
     from ...engine.context import FileContext
@@ -435,8 +435,7 @@ def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
 def global_file_names(ctx: FileContext, name: str) -> FrozenSet[str]:
     """The file names the module-level bindings of ``name`` hold, where the enclosing function
     reads it without binding it (ethanfetaya/NRI@e63fcb0 train.py:95,144,305 ``encoder_file``)."""
-    function = ctx.enclosing_function()
-    if function is None or name in parameter_names(function) or binds_name(function, name):
+    if ctx.enclosing_function() is None or ctx.devices.shadowed_here(name):
         return frozenset()
     values = [
         assign.value for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
