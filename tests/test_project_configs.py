@@ -1,8 +1,9 @@
-"""The device settings of a project's YAML configs, as the project model reads and keeps them."""
+"""The device settings of a project's YAML configs, and whether its docs name a distributed
+launcher, as the project model reads and keeps them."""
 
 from pathlib import Path
 
-from torchdevice_lint.project.configs import MAX_CONFIG_BYTES, config_defaults, config_options
+from torchdevice_lint.project.configs import MAX_CONFIG_BYTES, config_defaults, config_options, names_launcher
 
 from tests.test_project_model import codes, stored_projects
 
@@ -51,3 +52,39 @@ def test_a_changed_config_changes_the_findings(tmp_path):
     again = stored_projects(tmp_path / "tree", tmp_path / "cache")
     assert again.cache.parsed == 1
     assert codes(train, again) == []
+
+
+RANKED = (
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--local_rank', type=int, default=-1)\nargs = parser.parse_args()\n"
+    "if args.local_rank != -1:\n    torch.cuda.set_device(args.local_rank)\n"
+)
+
+
+def test_launchers_are_named_by_their_commands_not_by_the_option():
+    assert names_launcher(b"python -m torch.distributed.launch --nproc_per_node=4 train.py")
+    assert names_launcher(b"TORCHRUN --nproc-per-node 8 train.py")
+    assert names_launcher(b"deepspeed train.py --deepspeed_config ds.json")
+    assert names_launcher(b"python train.py --local_rank=0")
+    assert not names_launcher(b"parser.add_argument('--local_rank', type=int, default=-1)")
+    assert not names_launcher(b"python3 code/run_tacred.py --do_train")
+
+
+def test_a_readme_that_starts_a_launcher_changes_the_findings(tmp_path):
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    (folder / "train.py").write_text(RANKED)
+    (folder / "README.md").write_text("python train.py\n")
+    assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == []
+    (folder / "README.md").write_text("torchrun --nproc_per_node=2 train.py\n")
+    assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
+
+
+def test_a_launcher_named_in_a_shell_script_or_a_module_counts(tmp_path):
+    for name, text in (("scripts/dist.sh", "python -m torch.distributed.launch train.py\n"),
+                       ("launch.py", "import subprocess\nsubprocess.run(['torchrun', 'train.py'])\n")):
+        folder = tmp_path / name.replace("/", "_")
+        (folder / name).parent.mkdir(parents=True)
+        (folder / "train.py").write_text(RANKED)
+        (folder / name).write_text(text)
+        assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]

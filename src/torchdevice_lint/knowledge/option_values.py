@@ -55,6 +55,10 @@ def about_devices(option: str) -> bool:
     return any(word in lowered for word in ("gpu", "cuda", "device"))
 
 
+#: Options a distributed launcher sets for each worker: -1 where the script runs alone.
+LAUNCHER_OPTIONS = frozenset({"local_rank"})
+
+
 def means_no_gpu(option: str, default: object) -> bool:
     """Whether an option's default leaves the GPU unused: ``-1``, ``"-1"``, ``"cpu"``, ``None``,
     ``False``, an empty list, 0 for an option that counts GPUs (``num_gpus``), ``""`` for one
@@ -153,9 +157,12 @@ class OptionValues:
 
     def _option(self, name: str) -> Known:
         """The default of the device option ``name`` (or of the one it copies), when it means no
-        GPU and no module of the project assigns it (``ProjectFacts.rebound_options``)."""
+        GPU and no module of the project assigns it (``ProjectFacts.rebound_options``); of
+        ``--local_rank`` too where no launcher of the project would set it."""
         option = name if name in self.project.options else self.project.copies.get(name)
-        if option is None or option not in self.project.options or not about_devices(option):
+        if option is None or option not in self.project.options:
+            return None
+        if not (about_devices(option) or option in LAUNCHER_OPTIONS and self.project.unlaunched):
             return None
         default = self.project.options[option]
         if not means_no_gpu(option, default) or option in self.project.rebound_options:

@@ -69,6 +69,10 @@ class ProjectFacts:
     #: Whether the project has modules and none of them names MPS: where CUDA is missing, it runs
     #: on the CPU (unknown, so False, without a project).
     never_mps: bool = False
+    #: Whether the project was read and none of its modules, READMEs and scripts names a
+    #: distributed launcher (``project/configs.py``): an option only a launcher sets
+    #: (``--local_rank``) keeps its default (unknown, so False, without a project).
+    unlaunched: bool = False
     #: Device options some module assigns (``args.visible_gpus = ...``): their defaults may not hold.
     rebound_options: FrozenSet[str] = frozenset()
     #: Device attributes every module that assigns them binds to an availability check
@@ -87,7 +91,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps,
+            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
             {name: sorted(saved) for name, saved in self.saving_classes.items()},
         ]

@@ -1,4 +1,4 @@
-"""Device settings a project keeps in YAML configs.
+"""Device settings a project keeps outside its modules: YAML configs, and how it is launched.
 
 daa233/generative-inpainting-pytorch@c6cdaea configs/config.yaml:21 sets ``cuda: True``, and
 train.py:29, trainer.py:18 and test_single.py:31 read it (``config['cuda']``): like an option
@@ -6,17 +6,31 @@ whose default is on, it picks the GPU on a machine without one. Each config file
 keys (``cuda``, ``use_gpu``, ``gpu_ids``, ``device``), at any depth, with plain values, are its
 facts; a key the project's config files give different values, a command-line option of the
 same name, and a name some module assigns stay unknown.
+
+thunlp/ERNIE@514cbe4 code/run_tacred.py:369,400 takes ``--local_rank`` (default -1) and sets up
+NCCL only where it is not -1, but its README runs every script as plain ``python3``: only a
+distributed launcher (``torch.distributed.launch``, ``deepspeed``...) passes ``--local_rank``, and
+where no README, shell script or module of the project names one, the option keeps its default.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Dict, Iterable, Mapping
 
 from ..knowledge.option_values import about_devices
 
 #: What a config file is named.
 CONFIG_SUFFIXES = (".yaml", ".yml")
+#: What a file that documents how the project runs is named, besides a ``README`` of any suffix:
+#: docs, shell and batch scripts.
+DOC_SUFFIXES = (".md", ".rst", ".sh", ".bash", ".slurm", ".sbatch")
+#: A command that starts workers under a distributed launcher, which passes each its ``--local_rank``.
+_LAUNCHER = re.compile(
+    rb"torch\.distributed\.(?:launch|run)|torchrun|deepspeed|horovodrun|accelerate\s+launch|mpirun|--local[_-]rank[= ]\d",
+    re.IGNORECASE,
+)
 #: Larger files are data, not settings: not read.
 MAX_CONFIG_BYTES = 256 * 1024
 #: A project with more config files than this reads none (a dataset of YAML annotations).
@@ -32,6 +46,12 @@ _CONFLICTING = object()
 def config_key(data: bytes) -> str:
     """The facts cache's key of a config file: not a module's key, even for the same bytes."""
     return "yaml:" + hashlib.sha256(data).hexdigest()
+
+
+def names_launcher(data: bytes) -> bool:
+    """Whether a file's bytes name a distributed launcher (a README's command, a shell script,
+    a module that builds the command or explains it in a docstring)."""
+    return _LAUNCHER.search(data) is not None
 
 
 def config_options(data: bytes) -> Dict[str, object]:

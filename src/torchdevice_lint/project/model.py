@@ -20,7 +20,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
-from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key
+from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key, names_launcher
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
@@ -84,9 +84,9 @@ class Project:
         self._file_facts: Dict[str, ProjectFacts] = {}
         #: Options defined with different defaults: name -> the default of each defining module.
         self._disagreeing: Optional[Dict[str, Dict[str, object]]] = None
-        files, configs = [], []
+        files, configs, docs = [], [], []
         for file in project_files(root):
-            (configs if file.suffix in CONFIG_SUFFIXES else files).append(file)
+            (files if file.suffix == ".py" else configs if file.suffix in CONFIG_SUFFIXES else docs).append(file)
             if len(files) > MAX_FILES:
                 break
         #: Each module's content hash (None: not a regular file), and the bytes of those the
@@ -95,11 +95,20 @@ class Project:
         #: The same for the YAML configs (``configs.py``), none where there are too many.
         self.config_hashes: Dict[str, Optional[str]] = {}
         self._unread: Dict[str, bytes] = {}
+        #: Whether a module, README or script names a distributed launcher (``configs.py``);
+        #: assumed where the project is too large to read.
+        self.launched = len(files) > MAX_FILES or len(docs) > MAX_CONFIGS
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
-        self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes})
+        #: The content hash of each file documenting how the project runs: they decide ``launched``.
+        self.doc_hashes: Dict[str, Optional[str]] = {}
+        for file in docs if not self.launched else ():
+            data = regular_file_bytes(file, MAX_CONFIG_BYTES)
+            self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
+            self.launched = self.launched or data is not None and names_launcher(data)
+        self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes, **self.doc_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
         self._looked: List[Looked] = []
@@ -107,6 +116,7 @@ class Project:
     def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> None:
         data = regular_file_bytes(file, limit)
         key = hashes[str(file)] = key_of(data) if data is not None else None
+        self.launched = self.launched or data is not None and names_launcher(data)
         if key is not None:
             self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
             if not self.cache.knows(key):
@@ -180,6 +190,7 @@ class Project:
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
+                unlaunched=bool(self.modules) and not self.launched,
                 parameterless_classes=parameterless_classes(
                     {path: facts.classes for path, facts in self.modules.items()},
                     {path: [name for name in facts.calls.definitions if name not in facts.classes] for path, facts in self.modules.items()},
@@ -355,7 +366,7 @@ def _in_caller(argument, caller: ModuleFacts):
 
 
 def project_files(root: Path) -> Iterator[Path]:
-    """The project's modules and YAML configs, leaving out what its top-level ``.gitignore``
+    """The project's modules, YAML configs and docs, leaving out what its top-level ``.gitignore``
     ignores (downloaded data, vendored checkouts): git does not hold them, so neither does the
     project; and the folders below that are projects of their own (a checkout inside a folder
     of scripts)."""
@@ -371,8 +382,15 @@ def project_files(root: Path) -> Iterator[Path]:
         ]
         yield from (
             here / name for name in files
-            if (name.endswith(".py") or name.endswith(CONFIG_SUFFIXES) and not name.startswith(".")) and not (ignored and ignored.match(prefix + name))
+            if (name.endswith(".py") or _read_beside_modules(name)) and not (ignored and ignored.match(prefix + name))
         )
+
+
+def _read_beside_modules(name: str) -> bool:
+    """A YAML config, or a file that documents how the project runs (``README``, ``run.sh``)."""
+    if name.startswith("."):
+        return False
+    return name.endswith(CONFIG_SUFFIXES + DOC_SUFFIXES) or name.lower().startswith("readme")
 
 
 def _root_gitignore(root: Path):

@@ -36,6 +36,13 @@ _LOCAL_RANK = (
     "import argparse\nfrom example import Model\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--local_rank', type=int)\nargs = parser.parse_args()\n"
 )
+_LAUNCHED_BRANCH = (
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--local_rank', type=int, default=-1)\nparser.add_argument('--no_cuda', action='store_true')\n"
+    "args = parser.parse_args()\nif args.local_rank == -1 or args.no_cuda:\n"
+    "    device = torch.device('cuda' if torch.cuda.is_available() and not args.no_cuda else 'cpu')\n"
+    "else:\n    torch.distributed.init_process_group(backend='nccl')\n"
+)
 _ON_CPU = (
     "import argparse\nimport torch.distributed as dist\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--cpu', action='store_true', default=True)\nargs = parser.parse_args()\n\n"
@@ -134,6 +141,9 @@ class HardcodedDistributedBackend(Rule):
             files={"train.py": _STORE_TRUE + "trainer = Trainer()\ntrainer.initialize(use_gpu=opt.use_gpu)\nloader = Loader()\n"
                    "loader.initialize()\n", "loader.py": "class Loader:\n    def initialize(self):\n        pass\n"},
         ),
+        # thunlp/ERNIE@514cbe4 code/run_tacred.py:369,400: only a launcher passes --local_rank, and
+        # the project names none (its README runs plain ``python3``)
+        Valid(_LAUNCHED_BRANCH, files={"README.md": "python3 example.py --do_train\n"}),
         # biubug6/Pytorch_Retinaface@b984b4b convert_to_onnx.py:21,32: every call passes an option
         # on by default, so the ``else:`` is a call the project does not make
         Valid(_ON_CPU, files={"README.py": "import torch\n"}),
@@ -150,6 +160,12 @@ class HardcodedDistributedBackend(Rule):
         Invalid(
             _RANKED_MODEL, fixed=_RANKED_MODEL_FIXED,
             files={"train.py": _LOCAL_RANK + "model = Model(args.local_rank)\n"},
+        ),
+        # the README starts it with a launcher, which passes --local_rank
+        Invalid(
+            _LAUNCHED_BRANCH,
+            fixed=_LAUNCHED_BRANCH.replace("backend='nccl'", "backend='nccl' if torch.cuda.is_available() else 'gloo'"),
+            files={"README.md": "python -m torch.distributed.launch --nproc_per_node=8 example.py\n"},
         ),
         # nobody in the project calls it: whoever does may pass a rank
         Invalid(_RANKED_MODEL, fixed=_RANKED_MODEL_FIXED),
