@@ -88,3 +88,15 @@ def test_a_launcher_named_in_a_shell_script_or_a_module_counts(tmp_path):
         (folder / "train.py").write_text(RANKED)
         (folder / name).write_text(text)
         assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
+
+
+def test_a_launcher_in_a_part_with_its_own_readme_starts_that_part_only(tmp_path):
+    """salesforce/CodeT5: CodeT5+/README.md runs ``deepspeed``; CodeT5/ runs plain python."""
+    folder = tmp_path / "tree"
+    for part, readme in (("plain", "python run.py\n"), ("plus", "deepspeed run.py\n")):
+        (folder / part).mkdir(parents=True)
+        (folder / part / "README.md").write_text(readme)
+        (folder / part / "run.py").write_text(RANKED)
+    projects = stored_projects(folder, tmp_path / "cache")
+    assert codes(folder / "plain" / "run.py", projects) == []
+    assert codes(folder / "plus" / "run.py", projects) == ["TDV301"]

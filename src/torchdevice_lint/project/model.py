@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
@@ -95,19 +95,21 @@ class Project:
         #: The same for the YAML configs (``configs.py``), none where there are too many.
         self.config_hashes: Dict[str, Optional[str]] = {}
         self._unread: Dict[str, bytes] = {}
-        #: Whether a module, README or script names a distributed launcher (``configs.py``);
-        #: assumed where the project is too large to read.
-        self.launched = len(files) > MAX_FILES or len(docs) > MAX_CONFIGS
+        #: The folders whose modules a distributed launcher of the project may start (the whole
+        #: project where it is too large to read): ``configs.py`` says why that matters.
+        self._top = Path(os.path.abspath(root))
+        self.launch_scopes: Set[Path] = {self._top} if len(files) > MAX_FILES or len(docs) > MAX_CONFIGS else set()
+        self._readme_folders = {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")}
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
-        #: The content hash of each file documenting how the project runs: they decide ``launched``.
+        #: The content hash of each file documenting how the project runs: they decide ``launch_scopes``.
         self.doc_hashes: Dict[str, Optional[str]] = {}
-        for file in docs if not self.launched else ():
+        for file in docs if self._top not in self.launch_scopes else ():
             data = regular_file_bytes(file, MAX_CONFIG_BYTES)
             self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
-            self.launched = self.launched or data is not None and names_launcher(data)
+            self._read_launches(file, data)
         self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes, **self.doc_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
@@ -116,11 +118,25 @@ class Project:
     def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> None:
         data = regular_file_bytes(file, limit)
         key = hashes[str(file)] = key_of(data) if data is not None else None
-        self.launched = self.launched or data is not None and names_launcher(data)
+        self._read_launches(file, data)
         if key is not None:
             self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
             if not self.cache.knows(key):
                 self._unread[str(file)] = data
+
+    def _read_launches(self, file: Path, data: Optional[bytes]) -> None:
+        """A file that names a launcher starts the modules of its part of the project: the
+        nearest folder above it with a README of its own (salesforce/CodeT5@2d7a3f3 runs
+        ``deepspeed`` in CodeT5+/ only), else the whole project."""
+        if data is None or not names_launcher(data):
+            return
+        folder = Path(os.path.abspath(file.parent))
+        scope = next((above for above in (folder, *folder.parents) if above in self._readme_folders or above == self._top), self._top)
+        self.launch_scopes.add(scope)
+
+    def _unlaunched(self, path: str) -> bool:
+        """Whether no launcher of the project may start the module at ``path``."""
+        return bool(self.modules) and not any(scope == self._top or scope in Path(path).parents for scope in self.launch_scopes)
 
     @property
     def modules(self) -> Dict[str, ModuleFacts]:
@@ -165,8 +181,10 @@ class Project:
         Its facts are not kept in the cache by content: each keystroke is a new text, and the
         server's memory must stay flat."""
         tree = parsed_as_checked(text)
-        facts = module_facts(tree) if tree is not None else parse_facts_of(text.encode("utf-8", "surrogatepass"))
+        data = text.encode("utf-8", "surrogatepass")
+        facts = module_facts(tree) if tree is not None else parse_facts_of(data)
         self.modules[os.path.abspath(path)] = facts
+        self._read_launches(Path(path), data)
         self._facts = None
         self._file_facts = {}
         self._disagreeing = None
@@ -190,7 +208,7 @@ class Project:
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
-                unlaunched=bool(self.modules) and not self.launched,
+                unlaunched=bool(self.modules) and not self.launch_scopes,
                 parameterless_classes=parameterless_classes(
                     {path: facts.classes for path, facts in self.modules.items()},
                     {path: [name for name in facts.calls.definitions if name not in facts.classes] for path, facts in self.modules.items()},
@@ -205,9 +223,9 @@ class Project:
         imports from the project, made one changed file cost 0.7 s in 181 modules)."""
         facts, base = self.facts_for(path), self.facts
         own_options = {name: facts.options[name] for name in facts.options.keys() - base.options.keys()}
-        if not (facts.imported or facts.imported_devices or own_options):
+        if not (facts.imported or facts.imported_devices or own_options or facts.unlaunched != base.unlaunched):
             return base.fingerprint
-        text = json.dumps([base.fingerprint, facts.imported, facts.imported_devices, own_options], sort_keys=True, default=repr)
+        text = json.dumps([base.fingerprint, facts.imported, facts.imported_devices, own_options, facts.unlaunched], sort_keys=True, default=repr)
         return ":" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def facts_for(self, path: str) -> ProjectFacts:
@@ -222,6 +240,8 @@ class Project:
             options = self._options_as_read(path, facts)
             if options:
                 facts = dataclasses.replace(facts, options={**facts.options, **options})
+            if self._unlaunched(path) != facts.unlaunched:  # another part of the project is launched
+                facts = dataclasses.replace(facts, unlaunched=not facts.unlaunched)
             self._file_facts[path] = facts
         return self._file_facts[path]
 
