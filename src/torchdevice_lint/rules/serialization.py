@@ -16,8 +16,9 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, resumed_family, saved_checkpoint,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, resumed_family, saved_checkpoint, scheduler_states,
 )
+from .support.loaded_values import loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -25,13 +26,11 @@ from .support.saved_files import (
     cache_written_when_missing,
     global_file_names,
     in_dataset_class,
-    loaded_into_place,
     may_be_none,
     named_file_names,
     opened_path,
+    unopened,
     path_keys,
-    read_as_numpy,
-    restores_scheduler,
     retried_with_map_location,
     saved_in_same_loop,
     shipped_on_cpu,
@@ -158,6 +157,7 @@ class LoadWithoutMapLocation(Rule):
         ),
         # a numpy array saved with torch.save: from_numpy proves it
         Valid("import torch\ndata = torch.load('traindata.pt')\ninputs = torch.from_numpy(data[3:, :-1])\n"),
+        Valid("import torch\nmapping = torch.from_numpy(torch.load('best_mapping.pth'))\n"),  # MUSE src/trainer.py:238
         # .numpy() raises on a CUDA tensor everywhere: the file holds CPU tensors
         Valid("import torch\nfrom PIL import Image\nimage = Image.fromarray(torch.load(filename).numpy())\n"),
         # the best epoch's file, saved above by this run
@@ -216,6 +216,7 @@ class LoadWithoutMapLocation(Rule):
         Valid(EARLY_STOP_LOOP.format("")),  # the best round's file, saved by earlier rounds
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
         Valid("import os\nimport torch\n\ndef resume(scheduler, path):\n    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))\n"),
+        scheduler_states(KEEP_SAVED)[0],
         # None only where CUDA is there
         Valid(
             "import torch\n\ndef restore(path):\n    location = None\n"
@@ -226,6 +227,7 @@ class LoadWithoutMapLocation(Rule):
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
+        scheduler_states(KEEP_SAVED)[1],
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
         # nothing shows where the state goes: the saved device is kept where it exists
@@ -394,7 +396,7 @@ class LoadWithoutMapLocation(Rule):
         keys = self._file_keys(node.args[0].value)
         if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx):
             return
-        if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, _unopened(node.args[0].value)):
+        if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)):
             return
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
@@ -474,7 +476,7 @@ class LoadWithoutMapLocation(Rule):
     def _file_keys(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """``f`` bound by an enclosing ``with open(path, ...) as f``, and ``open(path, "rb")``,
         stand for ``path``; a name bound once in the function, for its value too."""
-        path = _unopened(opened_path(target, self.ctx.stack) or target)
+        path = unopened(opened_path(target, self.ctx.stack) or target)
         bound = single_binding(self.ctx, path.value) if isinstance(path, cst.Name) else None
         built = bound if bound is not None else path
         keys = path_keys(path) | path_keys(built) | named_file_names(built, self._single_value)
@@ -487,14 +489,7 @@ class LoadWithoutMapLocation(Rule):
     def _path_code(self, target: cst.BaseExpression) -> FrozenSet[str]:
         """The path's code alone: a save through a function call matches the same expression
         only (``os.path.join(args.work_dir, 'model.pt')``), not any file of the same name."""
-        return frozenset({re.sub(r"\s+", "", source_of(_unopened(opened_path(target, self.ctx.stack) or target)))})
-
-
-def _unopened(path: cst.BaseExpression) -> cst.BaseExpression:
-    """``open(path, "rb")`` -> ``path``."""
-    if isinstance(path, cst.Call) and isinstance(path.func, cst.Name) and path.func.value == "open" and path.args:
-        return path.args[0].value
-    return path
+        return frozenset({re.sub(r"\s+", "", source_of(unopened(opened_path(target, self.ctx.stack) or target)))})
 
 
 RULES = (LoadWithoutMapLocation,)

@@ -377,6 +377,25 @@ def global_path_saves(location: str) -> Tuple[Valid, Invalid]:
     )
 
 
+#: One name bound to each state file in turn; the scheduler's holds numbers (lioryariv/idr@44959e7
+#: code/training/idr_train.py:132-141). ``{}``: a later statement.
+_STATES_IN_TURN = (
+    "import torch\n\n\ndef resume(self, path, cameras):\n    data = torch.load(path + '/scheduler.pth'{})\n"
+    "    self.scheduler.load_state_dict(data['scheduler'])\n    if cameras:\n"
+    "        data = torch.load(path + '/cameras.pth', map_location='cpu')\n        self.poses.load_state_dict(data['poses'])\n{}"
+)
+
+
+def scheduler_states(keep_saved: str) -> Tuple[Valid, Invalid]:
+    """TDV501's examples of it: silent; reported where the name may still hold the scheduler's
+    file when it is returned (``keep_saved``: the ``map_location`` the fix writes)."""
+    returned = "    return data\n"
+    return (
+        Valid(_STATES_IN_TURN.format("", "")),
+        Invalid(_STATES_IN_TURN.format("", returned), fixed=_STATES_IN_TURN.format(f", map_location={keep_saved}", returned)),
+    )
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",

@@ -2,8 +2,8 @@
 
 TDV501 reports a load that may restore CUDA tensors. It is silent when the file shows that the
 loaded file holds CPU content: a save of ``.cpu()`` tensors to the same path, a cache it writes
-when the file is missing, a Dataset's data file, or a value the program itself treats as a numpy
-array. Measured on 26 real projects (bench/realcode.py).
+when the file is missing, a Dataset's data file (``loaded_values.py``: what the program does with
+what it loads). Measured on 26 real projects (bench/realcode.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
-from ...inference.vocabulary import DTYPES
 from ...knowledge import cst_guards as guards
 from ...knowledge.file_names import file_name_key
 from ...syntax.cst_lazy import cst
@@ -45,7 +44,7 @@ def _file_names(path: cst.BaseExpression) -> FrozenSet[str]:
     """The file names written in a path expression: ``'%s_net_%s.pth' % (epoch, name)`` ->
     ``{}_net_{}.pth``."""
     names = set()
-    for literal in _nodes_of(path, cst.SimpleString, cst.FormattedString):
+    for literal in nodes_of_type(path, cst.SimpleString, cst.FormattedString):
         value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
         name = file_name_key(value) if isinstance(value, str) else None
         if name is not None:
@@ -56,23 +55,30 @@ def _file_names(path: cst.BaseExpression) -> FrozenSet[str]:
 def named_file_names(path: cst.BaseExpression, values_of: Callable[[str], Iterable[cst.BaseExpression]]) -> FrozenSet[str]:
     """The file names held by the names a path is built from: ``os.path.join(self.save_dir,
     save_filename)`` with ``save_filename = '%s_net_%s.pth' % (epoch, name)`` -> ``{}_net_{}.pth``."""
-    names = {node.value for node in _nodes_of(path, cst.Name)}
+    names = {node.value for node in nodes_of_type(path, cst.Name)}
     return frozenset().union(*(_file_names(value) for name in names for value in values_of(name)))
 
 
-def _nodes_of(root: cst.CSTNode, *node_types: type) -> list:
+def nodes_of_type(root: cst.CSTNode, *node_types: type) -> list:
     from ...syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
 
     return nodes_of(root, *node_types)
 
 
-def _attribute(node: cst.CSTNode, name: str) -> bool:
+def attribute_named(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, cst.Attribute) and node.attr.value == name
 
 
 def _template(literal: cst.FormattedString) -> str:
     """``f"{epoch}.pkl"`` -> ``{}.pkl``."""
     return "".join(part.value if isinstance(part, cst.FormattedStringText) else "{}" for part in literal.parts)
+
+
+def unopened(path: cst.BaseExpression) -> cst.BaseExpression:
+    """``open(path, "rb")`` -> ``path``."""
+    if isinstance(path, cst.Call) and isinstance(path.func, cst.Name) and path.func.value == "open" and path.args:
+        return path.args[0].value
+    return path
 
 
 def opened_path(handle: cst.BaseExpression, stack) -> Optional[cst.BaseExpression]:
@@ -105,7 +111,7 @@ class SavedFiles:
             if "cpu()" in self.ctx.source:
                 finder = self._finder()
                 for save, path in finder.saves:
-                    if any(method_name(call) == "cpu" for call in _nodes_of(save.args[0].value, cst.Call)):
+                    if any(method_name(call) == "cpu" for call in nodes_of_type(save.args[0].value, cst.Call)):
                         keys |= path_keys(path)
                         # ``fname = os.path.join(d, "pred.pt")`` then ``torch.save(x.cpu(), fname)``
                         for value in finder.bound.get(path.value, ()) if isinstance(path, cst.Name) else (path,):
@@ -190,7 +196,7 @@ def _saves_in(root, keys: FrozenSet[str], qualname) -> FrozenSet[str]:
     """The keys of every file saved in ``root`` (a node or a list of them), if one of them is
     among ``keys``: the load's file is written there, with its companions."""
     saved: Set[str] = set()
-    for call in (call for part in (root if isinstance(root, list) else [root]) for call in _nodes_of(part, cst.Call)):
+    for call in (call for part in (root if isinstance(root, list) else [root]) for call in nodes_of_type(part, cst.Call)):
         if len(call.args) > 1 and qualname(call.func) in SAVERS:
             saved |= path_keys(call.args[1].value)
     return frozenset(saved) if saved & keys else frozenset()
@@ -235,40 +241,13 @@ def retried_with_map_location(ctx: FileContext) -> bool:
     for index, node in enumerate(stack[:-1]):
         if isinstance(node, cst.Try) and stack[index + 1] is node.body:
             for handler in node.handlers:
-                caught = {last_name(n) for n in _nodes_of(handler.type, cst.Name, cst.Attribute)} if handler.type else {"Exception"}
+                caught = {last_name(n) for n in nodes_of_type(handler.type, cst.Name, cst.Attribute)} if handler.type else {"Exception"}
                 if caught & {"RuntimeError", "Exception", "BaseException"} and any(
                     ctx.qualname(call.func) in LOADERS and keyword(call, "map_location") is not None
-                    for call in _nodes_of(handler.body, cst.Call)
+                    for call in nodes_of_type(handler.body, cst.Call)
                 ):
                     return True
     return False
-
-
-def read_as_numpy(ctx: FileContext, load: cst.Call) -> bool:
-    """``torch.load(p).numpy()``, or ``data = torch.load(p)`` then ``torch.from_numpy(data[3:])``
-    or ``data.numpy()``: the file holds CPU data (both raise on a CUDA tensor on every machine,
-    and ``from_numpy`` on anything but a numpy array), with no CUDA storage to restore."""
-    stack = ctx.stack
-    if len(stack) >= 3 and _attribute(stack[-2], "numpy") and isinstance(stack[-3], cst.Call):
-        return stack[-3].func is stack[-2]
-    if len(stack) < 2 or not isinstance(stack[-2], cst.Assign) or stack[-2].value is not load:
-        return False
-    targets = [t.target for t in stack[-2].targets]
-    if len(targets) != 1 or not isinstance(targets[0], cst.Name):
-        return False
-    name = targets[0].value
-    for call in _nodes_of(ctx.enclosing_function() or ctx.module, cst.Call):
-        if ctx.qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
-            return True
-        if method_name(call) == "numpy" and isinstance(call.func.value, cst.Name) and call.func.value.value == name:
-            return True
-    return False
-
-
-def _root(expression: cst.BaseExpression) -> Optional[str]:
-    while isinstance(expression, (cst.Subscript, cst.Attribute)):
-        expression = expression.value
-    return expression.value if isinstance(expression, cst.Name) else None
 
 
 def may_be_none(ctx: FileContext, name: str) -> bool:
@@ -310,109 +289,6 @@ class _AssignmentFinder:
             self.decided_by_availability = True
 
 
-def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
-    """Whether every tensor ``load`` restores provably ends where the program keeps its own: the
-    result (or a part of it, ``ckpt["model"]``, ``ckpt.get("ema")``) is handed to
-    ``load_state_dict``, which copies into the module's or optimizer's tensors wherever they
-    are, or moved with ``.to(device)``/``.cuda()``/``.cpu()``; directly, or through a name whose
-    every use is such (or a key lookup: ``"epoch" in ckpt``), used at least once, and, at module
-    level, in a script (another module cannot import it). State used as it was loaded (an EMA
-    shadow, a queue, a memory bank) stays where ``map_location`` put it."""
-    stack = ctx.stack
-    if _consumed(stack, len(stack) - 1):
-        return True
-    assign = stack[-2] if len(stack) >= 2 else None
-    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
-        return False
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name):
-        return False
-    from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
-
-    scope = ctx.enclosing_function()
-    if scope is None and "__main__" not in ctx.source:
-        return False
-    uses = _Uses(target)
-    walk(scope or ctx.module, uses, skip=TRIVIA_TYPES)
-    return uses.consumed and uses.count > 0
-
-
-def restores_scheduler(ctx: FileContext) -> bool:
-    """``scheduler.load_state_dict(torch.load(p))``: a learning-rate scheduler's state holds
-    numbers (``last_epoch``, ``base_lrs``), no tensor to restore on any device."""
-    stack = ctx.stack
-    if len(stack) < 3 or not isinstance(stack[-2], cst.Arg) or not _called(stack[-3], stack[-3].func):
-        return False
-    func = stack[-3].func
-    if not (_attribute(func, "load_state_dict") and stack[-3].args[0] is stack[-2]):
-        return False
-    receiver = last_name(func.value)
-    return receiver is not None and "sched" in receiver.lower()
-
-
-def _consumed(stack, index: int) -> bool:
-    """Whether the value at ``stack[index]`` (the path from the module) goes, through key
-    lookups, into ``load_state_dict`` or a move."""
-    node = stack[index]
-    while index >= 1:
-        parent = stack[index - 1]
-        if isinstance(parent, cst.Subscript) and parent.value is node:
-            node, index = parent, index - 1
-        elif _attribute(parent, "get") and parent.value is node and index >= 2 and _called(stack[index - 2], parent):
-            node, index = stack[index - 2], index - 2
-        else:
-            break
-    parent = stack[index - 1] if index >= 1 else None
-    holder = stack[index - 2] if index >= 2 else None
-    if isinstance(parent, cst.Arg) and parent.value is node and isinstance(holder, cst.Call):
-        return method_name(holder) == "load_state_dict"
-    if isinstance(parent, cst.Attribute) and parent.value is node and _called(holder, parent):
-        return parent.attr.value in ("cuda", "cpu") or (parent.attr.value == "to" and _moves(holder))
-    return False
-
-
-def _called(node: Optional[cst.CSTNode], function: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and node.func is function
-
-
-def _moves(call: cst.Call) -> bool:
-    """``.to(device)``, ``.to(device=...)``: not ``.to(torch.float16)``, which keeps the device."""
-    if any(arg.keyword is not None and arg.keyword.value == "device" for arg in call.args):
-        return True
-    first = next((arg.value for arg in call.args if arg.keyword is None and not arg.star), None)
-    name = last_name(first) if first is not None else None
-    return first is not None and not (name is not None and (name in DTYPES or "dtype" in name.lower()))
-
-
-class _Uses:
-    """Whether each use of the name ``torch.load``'s result is bound to goes into its place
-    (``_consumed``) or only reads keys; any other use, or another binding of it, is not."""
-
-    def __init__(self, target: cst.Name) -> None:
-        self.target = target
-        self.stack: list = []
-        self.consumed = True
-        self.count = 0
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.stack.append(node)
-        if self.consumed and type(node) is cst.Name and node.value == self.target.value and node is not self.target:
-            self.consumed = _consumed(self.stack, len(self.stack) - 1) or self._reads_keys()
-            self.count += 1
-        return self.consumed
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-    def _reads_keys(self) -> bool:
-        """``"epoch" in ckpt``, ``ckpt.keys()``."""
-        name = self.stack[-1]
-        parent = self.stack[-2] if len(self.stack) >= 2 else None
-        if isinstance(parent, cst.ComparisonTarget) and parent.comparator is name:
-            return isinstance(parent.operator, (cst.In, cst.NotIn))
-        return _attribute(parent, "keys") and len(self.stack) >= 3 and _called(self.stack[-3], parent)
-
-
 def shipped_on_cpu(ctx: FileContext, path: cst.BaseExpression) -> bool:
     """Whether ``path`` names a checkpoint that lies in the project and holds CPU storages only
     (``project/shipped.py`` read it): ``'data/pnet.pt'``, ``os.path.join(os.path.dirname(__file__),
@@ -439,7 +315,7 @@ def global_file_names(ctx: FileContext, name: str) -> FrozenSet[str]:
         return frozenset()
     values = [
         assign.value for statement in ctx.module.body if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))
-        for assign in _nodes_of(statement, cst.Assign)
+        for assign in nodes_of_type(statement, cst.Assign)
         if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
     ]
     return frozenset().union(*(_file_names(value) for value in values))
@@ -447,7 +323,7 @@ def global_file_names(ctx: FileContext, name: str) -> FrozenSet[str]:
 
 def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
     values = [
-        assign.value for assign in _nodes_of(ctx.enclosing_function() or ctx.module, cst.Assign)
+        assign.value for assign in nodes_of_type(ctx.enclosing_function() or ctx.module, cst.Assign)
         if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
     ]
     return values[0] if len(values) == 1 else None
