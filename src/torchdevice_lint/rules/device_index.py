@@ -114,6 +114,12 @@ INIT_NET_CALLER = (
     "import torch\nfrom example import init_net\n\n\nclass Net(torch.nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n        {call}\n"
 )
+#: A refusal when the user asks for CUDA, ``{}``: how ``--cuda`` is declared.
+_ASSERT_ASKED = "assert not params.cuda or torch.cuda.is_available()\n"
+_ASKED = (
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', {})\n"
+    "params = parser.parse_args()\n" + _ASSERT_ASKED + "model = torch.nn.Linear(2, 2)\n"
+)
 
 
 class CudaRequired(Rule):
@@ -150,6 +156,8 @@ class CudaRequired(Rule):
         Valid("import torch\n\ndef create_optimizer(opt_lower):\n    if 'fused' in opt_lower:\n        assert has_apex and torch.cuda.is_available(), 'APEX and CUDA required'\n"),
         # the build of a CUDA-only kernel the project drives refuses without CUDA: TDV310 reports the kernel
         Valid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION}),
+        # the user asks for CUDA with --cuda, off by default
+        Valid(_ASKED.format("action='store_true'")),
         # shunsukesaito/PIFu@f0a9c99 lib/net_util.py:254-266: every call leaves gpu_ids empty
         Valid(INIT_NET, files={"model.py": INIT_NET_CALLER.format(call="init_net(self)")}),
     )
@@ -175,6 +183,8 @@ class CudaRequired(Rule):
             "    else:\n        raise NotImplementedError('This code requires GPU')\n    return model\n",
             applicability=Applicability.DISPLAY_ONLY,
         ),
+        # facebookresearch/MUSE@3159355 supervised.py:31,60: --cuda is on by default
+        Invalid(_ASKED.format("type=bool, default=True"), fixed=_ASKED.format("type=bool, default=True").replace(_ASSERT_ASKED, "")),
         # a call asks for a GPU: the branch runs and refuses there
         Invalid(
             INIT_NET,
@@ -184,7 +194,7 @@ class CudaRequired(Rule):
     )
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if not self.ctx.availability_guarded and not self._conditional() and self._checks_availability(node.test, POSITIVE):
+        if not self.ctx.availability_guarded and not self._conditional() and self._checks_availability(self._at_defaults(node.test), POSITIVE):
             statement = self.ctx.parent(1)
             self.report(node, self.message.format(f"assert {source_of(node.test)}"), self._removal(statement, 1))
 
@@ -192,7 +202,7 @@ class CudaRequired(Rule):
         if self.ctx.availability_guarded or self._conditional():
             return
         shown = f"if {source_of(node.test)}: ..."
-        if node.orelse is None and self._checks_availability(node.test, NEGATIVE) and refuses(node.body):
+        if node.orelse is None and self._checks_availability(self._at_defaults(node.test), NEGATIVE) and refuses(node.body):
             self.report(node, self.message.format(shown), self._removal(node, 0))
         elif isinstance(node.orelse, cst.Else) and self._checks_availability(node.test, POSITIVE) and refuses(node.orelse.body):
             self.report(node.orelse, self.message.format(f"{shown} else: raise"), display_only(self, "Remove the `else` that refuses to run without CUDA"))
@@ -218,6 +228,22 @@ class CudaRequired(Rule):
             if not about_devices:
                 return True
         return False
+
+    def _at_defaults(self, test: cst.BaseExpression) -> cst.BaseExpression:
+        """The part of ``test`` that decides it where its option keeps its default:
+        ``not params.cuda or torch.cuda.is_available()`` with ``--cuda`` on by default is
+        ``torch.cuda.is_available()`` (facebookresearch/MUSE@3159355 supervised.py:31,60); with
+        the option off by default, or unknown, the test stays whole (the user asked for CUDA)."""
+        if not isinstance(test, cst.BooleanOperation):
+            return test
+        deciding = isinstance(test.operator, cst.Or)  # the value of a side that decides alone
+        for option, other in ((test.left, test.right), (test.right, test.left)):
+            negated = isinstance(option, cst.UnaryOperation) and isinstance(option.operator, cst.Not)
+            flag = option.expression if negated else option
+            default = self.ctx.flag_default(flag) if isinstance(flag, (cst.Name, cst.Attribute, cst.Subscript)) else None
+            if default is not None and not mentions_availability(flag) and (default != negated) is not deciding:
+                return other
+        return test
 
     def _checks_availability(self, test: cst.BaseExpression, sign: int) -> bool:
         from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
