@@ -128,7 +128,7 @@ class Project:
         """A file that names a launcher starts the modules of its part of the project: the
         nearest folder above it with a README of its own (salesforce/CodeT5@2d7a3f3 runs
         ``deepspeed`` in CodeT5+/ only), else the whole project."""
-        if data is None or not names_launcher(data):
+        if data is None or self._top in self.launch_scopes or not names_launcher(data):
             return
         folder = Path(os.path.abspath(file.parent))
         scope = next((above for above in (folder, *folder.parents) if above in self._readme_folders or above == self._top), self._top)
