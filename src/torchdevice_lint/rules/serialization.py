@@ -16,7 +16,7 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, resumed_family, saved_checkpoint, scheduler_states,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
 )
 from .support.loaded_values import loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
@@ -31,6 +31,7 @@ from .support.saved_files import (
     opened_path,
     unopened,
     path_keys,
+    restored_by_ray_tune,
     retried_with_map_location,
     saved_in_same_loop,
     shipped_on_cpu,
@@ -216,7 +217,7 @@ class LoadWithoutMapLocation(Rule):
         Valid(EARLY_STOP_LOOP.format("")),  # the best round's file, saved by earlier rounds
         # a learning-rate scheduler's state holds numbers (princeton-nlp/LM-BFF@c282f52 src/trainer.py:267)
         Valid("import os\nimport torch\n\ndef resume(scheduler, path):\n    scheduler.load_state_dict(torch.load(os.path.join(path, 'scheduler.pt')))\n"),
-        scheduler_states(KEEP_SAVED)[0],
+        scheduler_states(KEEP_SAVED)[0], ray_trainables()[0],
         # None only where CUDA is there
         Valid(
             "import torch\n\ndef restore(path):\n    location = None\n"
@@ -227,7 +228,7 @@ class LoadWithoutMapLocation(Rule):
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
-        scheduler_states(KEEP_SAVED)[1],
+        scheduler_states(KEEP_SAVED)[1], ray_trainables()[1],
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
         # nothing shows where the state goes: the saved device is kept where it exists
@@ -394,7 +395,7 @@ class LoadWithoutMapLocation(Rule):
         if len(positional(node)) > 1:
             return
         keys = self._file_keys(node.args[0].value)
-        if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx):
+        if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx) or restored_by_ray_tune(self.ctx):
             return
         if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)):
             return

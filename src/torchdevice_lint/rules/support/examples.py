@@ -396,6 +396,23 @@ def scheduler_states(keep_saved: str) -> Tuple[Valid, Invalid]:
     )
 
 
+#: A Ray Tune trainable restoring what the same tuning run saved (twitter-research/graph-neural-pde@af9047e
+#: src/ray_tune.py:130-142); ``{}``: a suffix of the parameter's name (another name is no such hand-back).
+_RAY_TRAINABLE = (
+    "import os\nimport torch\nfrom ray import tune\n\n\ndef train(config, checkpoint_dir{0}=None):\n"
+    "    model = build(config)\n    if checkpoint_dir{0}:\n"
+    "        model.load_state_dict(torch.load(os.path.join(checkpoint_dir{0}, 'checkpoint'){{}}))\n"
+    "    for epoch in range(10):\n        with tune.checkpoint_dir(step=epoch) as folder:\n"
+    "            torch.save(model.state_dict(), os.path.join(folder, 'checkpoint'))\n"
+)
+
+
+def ray_trainables() -> Tuple[Valid, Invalid]:
+    """TDV501's examples of it: silent; reported where the folder comes from elsewhere."""
+    restored = _RAY_TRAINABLE.format("_restored")
+    return Valid(_RAY_TRAINABLE.format("").format("")), Invalid(restored.format(""), fixed=restored.format(', map_location="cpu"'))
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",

@@ -233,6 +233,18 @@ def _dataset_base(name: str) -> bool:
     )
 
 
+def restored_by_ray_tune(ctx: FileContext) -> bool:
+    """In a Ray Tune trainable that takes ``checkpoint_dir`` and saves under
+    ``tune.checkpoint_dir(...)`` (twitter-research/graph-neural-pde@af9047e src/ray_tune.py:130-142):
+    Ray Tune passes the folder only to restore a trial from what the same tuning run saved."""
+    from ...syntax.bindings import all_params
+
+    function = ctx.enclosing_function()
+    if function is None or not any(param.name.value == "checkpoint_dir" for param in all_params(function.params)):
+        return False
+    return any(ctx.qualname(call.func) == "ray.tune.checkpoint_dir" for call in nodes_of_type(function, cst.Call))
+
+
 def retried_with_map_location(ctx: FileContext) -> bool:
     """Inside ``try:`` whose ``except RuntimeError:`` (or broader) loads again with a
     ``map_location`` (black0017/MedicalZooPytorch@8f40dab lib/medzoo/BaseModelClass.py:53): the
