@@ -2,7 +2,8 @@
 only run on CUDA because it drives one.
 
 A project that builds a kernel from ``.cu`` sources (``CUDAExtension`` in ``setup.py``,
-``torch.utils.cpp_extension.load(sources=[..., "x.cu"])``, ``load_inline(cuda_sources=...)``, a
+``torch.utils.cpp_extension.load(sources=[..., "x.cu"])``, a ``CppExtension`` given ``.cu`` sources
+(``BuildExtension`` compiles them with nvcc), ``load_inline(cuda_sources=...)``, a
 plain setuptools ``Extension(..., sources=["x.cu", ...])`` compiled by nvcc, or torch < 1.0's
 ``torch.utils.ffi.create_extension`` with ``with_cuda`` set wherever the build goes on) calls it from autograd Functions, wrappers and test scripts whose ``.cuda()`` cannot be made
 portable: the kernel only takes CUDA tensors. That code is one project-level finding at the build
@@ -224,10 +225,10 @@ class KernelReader:
         if builder == "load_inline":
             sources = keyword_value(call, "cuda_sources")
             cuda = sources is not None and not (isinstance(sources, ast.Constant) and sources.value is None)
-        elif builder in ("load", "Extension"):
+        elif builder in ("load", "Extension", "CppExtension"):
             sources = keyword_value(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
             names = [literal_string(node) for node in nodes_below(sources)] if sources is not None else []
-            if not any(names):
+            if not any(names) and builder != "CppExtension":
                 return  # sources computed elsewhere: what they build is unknown
             objects = keyword_value(call, "extra_objects")
             names += [literal_string(node) for node in ast.walk(objects)] if objects is not None else []

@@ -16,7 +16,7 @@ from .support.examples import (
 )
 
 CUDA_BUILDS = (
-    *(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "load", "load_inline")),
+    *(f"torch.utils.cpp_extension.{name}" for name in ("CUDAExtension", "CppExtension", "load", "load_inline")),
     "torch.utils.ffi.create_extension",
     *(f"{module}.Extension" for module in ("setuptools", "setuptools.extension", "distutils.core", "distutils.extension")),
 )
@@ -28,7 +28,8 @@ class CudaOnlyExtension(Rule):
     message = "`{}` is a CUDA-only extension kernel (no CPU build, no CPU fallback): {} lines in {} that drive it run only on CUDA"
     what = (
         "Checks for an extension kernel built from CUDA sources only (`CUDAExtension(...)`, "
-        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, `load_inline(cuda_sources=...)`, "
+        "`torch.utils.cpp_extension.load(sources=[..., 'x.cu'])`, a `CppExtension` given `.cu` sources "
+        "(`BuildExtension` compiles them with nvcc), `load_inline(cuda_sources=...)`, "
         "a setuptools `Extension(..., sources=['x.cu', ...])` compiled by nvcc, or "
         "`torch.utils.ffi.create_extension(...)` whose `with_cuda` is set wherever the build goes on) "
         "that the project drives from code that cannot run without it: modules that import it "
@@ -110,6 +111,8 @@ class CudaOnlyExtension(Rule):
         Invalid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION, "test_dcn.py": ALIASED_TEST}, offers_fix=False),
         # a plain setuptools Extension compiled by nvcc, imported unconditionally
         Invalid(NVCC_SETUP, files={"nms.py": NMS_WRAPPERS}, offers_fix=False),
+        # frostinassiky/gtad@6deb5b1 gtad_lib/setup.py:14-20: a CppExtension given a .cu source
+        Invalid(KERNEL_SETUP.replace("CUDAExtension", "CppExtension"), files={"fused.py": KERNEL_FUNCTION, "test_fused.py": KERNEL_TEST}, offers_fix=False),
         # imported only where it was built: the autograd Function still cannot run without it
         Invalid(
             KERNEL_SETUP,
