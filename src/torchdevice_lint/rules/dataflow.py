@@ -17,6 +17,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import dotted_name
 from ..syntax.cst_nodes import qualified, source_of
 from .support.common import display_only, keyword, keyword_arg, may_meet_mps
+from .support.examples import CPU_ARM, PORTABLE_MIX, PORTABLE_MIX_FIXED, STATELESS_LAYER_CALL
 
 # What the inference must see before it can report anything (first_stage/): a value on
 # a device comes from `.cuda()`, `.to(...)` or `device=`; one on the module's device from a
@@ -132,13 +133,6 @@ def _located_fix(rule: Rule, factories: Sequence[ast.Call], replace, message: st
     return rule.make_fix({node: replace for node in nodes}, message=message)
 
 
-_PORTABLE_MIX = (
-    'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-    "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3)\ny = x + noise\n"
-)
-_PORTABLE_MIX_FIXED = _PORTABLE_MIX.replace("randn(8, 3)\ny", "randn(8, 3, device=x.device)\ny")
-
-
 class MixedDeviceOperation(Rule):
     code = "TDV402"
     name = "mixed-device-operation"
@@ -166,6 +160,7 @@ class MixedDeviceOperation(Rule):
     )
     triggers = _MIXES & Inferred(_has_mix)
     valid = (
+        STATELESS_LAYER_CALL,  # the project's module without parameters runs wherever its input is
         # a module without parameters (a loss, an activation) runs wherever its input is
         Valid(
             "import torch\nfrom torch import nn\n"
@@ -205,11 +200,11 @@ class MixedDeviceOperation(Rule):
         ),
         # hzwer/ECCV2022-RIFE@5d8adbd model/oldmodel/IFNet_HD.py:121: a project that never names MPS
         # picks CUDA or the CPU, and a machine without CUDA runs both sides on the CPU
-        Valid(_PORTABLE_MIX, files={"train.py": "import torch\n"}),
+        Valid(PORTABLE_MIX, files={"train.py": "import torch\n"}),
     )
     invalid = (
-        Invalid(_PORTABLE_MIX, fixed=_PORTABLE_MIX_FIXED),
-        Invalid(_PORTABLE_MIX, fixed=_PORTABLE_MIX_FIXED, files={"train.py": "device = 'mps'\n"}),  # a Mac's GPU too
+        Invalid(PORTABLE_MIX, fixed=PORTABLE_MIX_FIXED),
+        Invalid(PORTABLE_MIX, fixed=PORTABLE_MIX_FIXED, files={"train.py": "device = 'mps'\n"}),  # a Mac's GPU too
         # a CUDA hard-code that the placement fixes make follow the best device, MPS on a Mac
         Invalid(
             "import torch\nx = torch.randn(8, 3).cuda()\nnoise = torch.randn(8, 3)\ny = x + noise\n",
@@ -266,11 +261,17 @@ class MixedDeviceOperation(Rule):
         if not may_meet_mps(self.ctx):
             return
         for mix in infer(self.ctx).mixes:
-            if _belongs_to_factory_rule(mix):
+            if _belongs_to_factory_rule(mix) or self._stateless_module_called(mix):
                 continue
             operation = cst_node(self.ctx, mix.node)
             if operation is not None:
                 self.report(operation, self.message.format(_short(operation)), self.fix_for(mix))
+
+    def _stateless_module_called(self, mix: Mix) -> bool:
+        """A call of a project's module class with no parameter, buffer or submodule: it runs where its inputs are."""
+        return mix.module_call and any(
+            side.value.module and side.value.constructor in self.ctx.project.parameterless_classes for side in mix.cpu_sides
+        )
 
     def fix_for(self, mix: Mix) -> Fix:
         stuck = sorted(set().union(*(side.value.stuck_attributes for side in mix.cpu_sides)))
@@ -317,13 +318,6 @@ def _is_constant(call: cst.Call) -> bool:
         return isinstance(node, cst.Attribute) and node.attr.value in {"float32", "float", "long", "int64", "bool"}
 
     return all(constant(arg.value) for arg in call.args)
-
-
-_CPU_ARM = (
-    "import torch\nfrom torch import nn\n\nclass Focal(nn.Module):\n    def forward(self, x):\n"
-    "        if torch.cuda.is_available():\n            return x * torch.ones(x.shape).cuda()\n"
-    "        else:\n            return x * torch.ones(x.shape)\n"
-)
 
 
 class FactoryWithoutDevice(Rule):
@@ -383,11 +377,11 @@ class FactoryWithoutDevice(Rule):
             "        return x + pos.to(x.device)\n"
         ),
         # the arm only a machine without CUDA runs, in a project that never picks MPS: all on the CPU
-        Valid(_CPU_ARM, files={"train.py": "import torch\n"}),
+        Valid(CPU_ARM, files={"train.py": "import torch\n"}),
     )
     invalid = (
         # a project that picks MPS runs that arm on a Mac's GPU too
-        Invalid(_CPU_ARM, files={"train.py": "device = 'mps'\n"}, applicability=Applicability.DISPLAY_ONLY),
+        Invalid(CPU_ARM, files={"train.py": "device = 'mps'\n"}, applicability=Applicability.DISPLAY_ONLY),
         Invalid(
             "import torch\nfrom torch import nn\n\nclass Pos(nn.Module):\n    def forward(self, x):\n"
             "        pos = torch.arange(x.size(1))\n        return x + pos\n",

@@ -413,6 +413,30 @@ def ray_trainables() -> Tuple[Valid, Invalid]:
     return Valid(_RAY_TRAINABLE.format("").format("")), Invalid(restored.format(""), fixed=restored.format(', map_location="cpu"'))
 
 
+#: A device-portable program adding a CPU tensor to a device one (TDV402).
+PORTABLE_MIX = (
+    'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+    "x = torch.randn(8, 3).to(device)\nnoise = torch.randn(8, 3)\ny = x + noise\n"
+)
+PORTABLE_MIX_FIXED = PORTABLE_MIX.replace("randn(8, 3)\ny", "randn(8, 3, device=x.device)\ny")
+#: A module whose CUDA arm and CPU arm each make their own tensor (TDV403).
+CPU_ARM = (
+    "import torch\nfrom torch import nn\n\nclass Focal(nn.Module):\n    def forward(self, x):\n"
+    "        if torch.cuda.is_available():\n            return x * torch.ones(x.shape).cuda()\n"
+    "        else:\n            return x * torch.ones(x.shape)\n"
+)
+
+
+#: A module class of the project that holds no state, called on a device tensor (frostinassiky/gtad@6deb5b1
+#: gtad_lib/align.py:72-76): nothing is mixed.
+STATELESS_LAYER_CALL = Valid(
+    "import torch\n\n\nclass Shift(torch.nn.Module):\n    def __init__(self, k):\n        super().__init__()\n"
+    "        self.k = k\n\n    def forward(self, x):\n        return torch.roll(x, self.k)\n\n\n"
+    "layer = Shift(2)\nout = layer(torch.randn(4).cuda())\n",
+    files={"train.py": "from example import Shift\n"},
+)
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",
