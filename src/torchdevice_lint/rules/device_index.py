@@ -114,12 +114,14 @@ INIT_NET_CALLER = (
     "import torch\nfrom example import init_net\n\n\nclass Net(torch.nn.Module):\n"
     "    def __init__(self):\n        super().__init__()\n        {call}\n"
 )
-#: A refusal when the user asks for CUDA, ``{}``: how ``--cuda`` is declared.
+#: A refusal when the user asks for CUDA, ``{0}``: how ``--cuda`` is declared, ``{1}``: the refusal.
 _ASSERT_ASKED = "assert not params.cuda or torch.cuda.is_available()\n"
+_RAISE_ASKED = "if params.cuda and not torch.cuda.is_available():\n    raise RuntimeError('no GPU')\n"
 _ASKED = (
-    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', {})\n"
-    "params = parser.parse_args()\n" + _ASSERT_ASKED + "model = torch.nn.Linear(2, 2)\n"
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', {0})\n"
+    "params = parser.parse_args()\n{1}model = torch.nn.Linear(2, 2)\n"
 )
+_ON = "type=bool, default=True"
 
 
 class CudaRequired(Rule):
@@ -157,7 +159,7 @@ class CudaRequired(Rule):
         # the build of a CUDA-only kernel the project drives refuses without CUDA: TDV310 reports the kernel
         Valid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION}),
         # the user asks for CUDA with --cuda, off by default
-        Valid(_ASKED.format("action='store_true'")),
+        Valid(_ASKED.format("action='store_true'", _ASSERT_ASKED)), Valid(_ASKED.format("action='store_true'", _RAISE_ASKED)),
         # shunsukesaito/PIFu@f0a9c99 lib/net_util.py:254-266: every call leaves gpu_ids empty
         Valid(INIT_NET, files={"model.py": INIT_NET_CALLER.format(call="init_net(self)")}),
     )
@@ -184,7 +186,8 @@ class CudaRequired(Rule):
             applicability=Applicability.DISPLAY_ONLY,
         ),
         # facebookresearch/MUSE@3159355 supervised.py:31,60: --cuda is on by default
-        Invalid(_ASKED.format("type=bool, default=True"), fixed=_ASKED.format("type=bool, default=True").replace(_ASSERT_ASKED, "")),
+        Invalid(_ASKED.format(_ON, _ASSERT_ASKED), fixed=_ASKED.format(_ON, "")),
+        Invalid(_ASKED.format(_ON, _RAISE_ASKED), fixed=_ASKED.format(_ON, "")),
         # a call asks for a GPU: the branch runs and refuses there
         Invalid(
             INIT_NET,
