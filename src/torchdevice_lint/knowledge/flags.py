@@ -199,9 +199,22 @@ class FlagDefaults:
         initializer = method and function.name.value == "__init__"
         callee = klass.name.value if initializer else function.name.value
         receiver = klass.name.value if method and not initializer else None
-        return self.project.passed_default(
-            callee, names.index(name) if name in names else None, name, receiver, accepting(function, len(names))
-        )
+        index, accepts = names.index(name) if name in names else None, accepting(function, len(names))
+        if initializer and callee not in self.project.arguments and not any(key.startswith(callee + "@") for key in self.project.parameter_calls):
+            return self._heirs_passed_default(klass, index, name, accepts)  # never built under its own name
+        return self.project.passed_default(callee, index, name, receiver, accepts)
+
+    def _heirs_passed_default(self, klass: cst.ClassDef, index: Optional[int], name: str, accepts) -> Optional[bool]:
+        """A base class built only through its subclasses of this file that keep its
+        ``__init__`` (ayumiymk/aster.pytorch@be67004 lib/evaluators.py:24-30,129 ``Evaluator(...,
+        args.cuda)`` builds ``BaseEvaluator``): the default every call of those passes."""
+        heirs = [
+            statement.name.value for statement in self.module.body
+            if isinstance(statement, cst.ClassDef) and any(last_name(base.value) == klass.name.value for base in statement.bases)
+            and not any(isinstance(item, cst.FunctionDef) and item.name.value == "__init__" for item in statement.body.body)
+        ]
+        defaults = {self.project.passed_default(heir, index, name, None, accepts) for heir in heirs}
+        return defaults.pop() if heirs and len(defaults) == 1 else None
 
     def _copied_parameter_default(self, attribute: str, klass: cst.ClassDef) -> Optional[bool]:
         """``self.use_gpu = use_gpu`` in ``__init__``: the default every call of the class passes."""

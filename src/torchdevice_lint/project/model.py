@@ -378,7 +378,7 @@ def _reached(key: str, here: str, defined: Mapping[str, set], packages: set) -> 
 def _in_caller(argument, caller: ModuleFacts):
     """A passed option as the calling module defines it: ``["=", default]`` where that module
     parses it itself (``train.py``'s ``--cuda``, whatever a demo script's says), else its name."""
-    if argument == AVAILABILITY_PASSED:
+    if argument == AVAILABILITY_PASSED or argument in caller.availability_rebound:
         return ["=", False]  # what the flag holds where CUDA is missing
     if argument is not None and argument in caller.options:
         return ["=", caller.options[argument]]

@@ -17,7 +17,7 @@ from .support.examples import (
     ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON,
     CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE,
     KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y,
-    REBOUND_USE_GPU, configured_flags, kernel_callers,
+    HEIR_BUILT, REBOUND_USE_GPU, configured_flags, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
 
@@ -327,7 +327,7 @@ class HardcodedCudaDevice(Rule):
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
-        *CLAMPED_GPU_COUNTS,
+        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0],  # a flag every build of the class passes, bound to availability
     )
     invalid = (
         Invalid(
@@ -397,6 +397,7 @@ class HardcodedCudaDevice(Rule):
                 'opt.device = torch.device("cpu" if opt.no_cuda else ("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"))\n'
             ),
         ),
+        HEIR_BUILT[1],  # a base class built through its subclass, with the option on by default
         # `opt.cuda = not opt.no_cuda`: a user flag that picks CUDA by default, not a check
         Invalid(
             'import torch\np.add_argument("-no_cuda", "--no_cuda", action="store_true")\nopt = p.parse_args()\n'

@@ -437,6 +437,27 @@ STATELESS_LAYER_CALL = Valid(
 )
 
 
+#: A base class whose ``__init__`` picks the device from a flag, built only through a subclass of the
+#: same file (ayumiymk/aster.pytorch@be67004 lib/evaluators.py:24-30,129, main.py:96,170);
+#: ``{}``: what ``main.py`` does to the option before passing it.
+_HEIR = (
+    "import torch\n\n\nclass BaseEvaluator(object):\n    def __init__(self, model, use_cuda=True):\n"
+    "        self.device = torch.device({} if use_cuda else \"cpu\")\n\n\n"
+    "class Evaluator(BaseEvaluator):\n    def evaluate(self, x):\n        return x.to(self.device)\n"
+)
+_HEIR_MAIN = (
+    "import argparse\nimport torch\nfrom example import Evaluator\n\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--cuda', type=bool, default=True)\nargs = parser.parse_args()\n{}evaluator = Evaluator(None, args.cuda)\n"
+)
+HEIR_BUILT = (
+    Valid(_HEIR.format('"cuda"'), files={"main.py": _HEIR_MAIN.format("args.cuda = args.cuda and torch.cuda.is_available()\n")}),
+    Invalid(
+        _HEIR.format('"cuda"'), fixed=_HEIR.format('("cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu")'),
+        files={"main.py": _HEIR_MAIN.format("")},
+    ),
+)
+
+
 CALLED_HELPER = Invalid(
     "import torch\n\ndef train(vecs):\n" + _HELPER + "    return empirical_stat(vecs)\n",
     fixed="import torch\n\n" + DEVICE + "\ndef train(vecs):\n" + _HELPER.replace(".cuda()", ".to(device)") + "    return empirical_stat(vecs)\n",
