@@ -19,7 +19,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import last_name as ast_last_name
 from ..syntax.ast_nodes import nodes_below
 from ..syntax.ast_parse import Unparsable
-from ..syntax.cst_nodes import last_name, string_value
+from ..syntax.cst_nodes import defined_method, last_name, string_value
 from .project_facts import ProjectFacts, compare
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
@@ -211,16 +211,14 @@ class FlagDefaults:
         heirs = [
             statement.name.value for statement in self.module.body
             if isinstance(statement, cst.ClassDef) and any(last_name(base.value) == klass.name.value for base in statement.bases)
-            and not any(isinstance(item, cst.FunctionDef) and item.name.value == "__init__" for item in statement.body.body)
+            and defined_method(statement, "__init__") is None
         ]
         defaults = {self.project.passed_default(heir, index, name, None, accepts) for heir in heirs}
         return defaults.pop() if heirs and len(defaults) == 1 else None
 
     def _copied_parameter_default(self, attribute: str, klass: cst.ClassDef) -> Optional[bool]:
         """``self.use_gpu = use_gpu`` in ``__init__``: the default every call of the class passes."""
-        init = next(
-            (s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None
-        )
+        init = defined_method(klass, "__init__")
         if init is None:
             return None
         copied = [

@@ -16,6 +16,7 @@ import operator as operators
 from typing import Callable, Dict, List, Optional, Tuple
 
 from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import defined_method
 from .flags import _assignments, accepting
 from .option_values import about_devices, means_no_gpu
 from .project_facts import ProjectFacts
@@ -92,7 +93,7 @@ class ParameterGuards:
     def _copied_parameter(self, attribute: cst.Attribute, klass: cst.ClassDef) -> Tuple[Optional[cst.FunctionDef], Optional[str]]:
         """``(__init__, parameter)`` where ``self.x = parameter`` in ``__init__`` is the class's only
         binding of ``self.x``; ``(None, None)`` otherwise."""
-        init = next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        init = defined_method(klass, "__init__")
         bindings = [
             a for a in self._assignments(klass, cst.Attribute)
             if a.targets[0].target.attr.value == attribute.attr.value

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import dotted_name, last_name, source_of
+from ..syntax.cst_nodes import defined_method, dotted_name, last_name, source_of
 from .project_facts import ProjectFacts
 
 #: Class decorators whose classes take their fields as constructor arguments (attrs, dataclasses).
@@ -81,7 +81,7 @@ def field_default_unused(stack: Sequence[cst.CSTNode], project: ProjectFacts) ->
     if target is None or not any(_decorator_name(d.decorator) in _FIELD_CLASSES for d in cls.decorators):
         return False
     body = [s.body[0] for s in cls.body.body if isinstance(s, cst.SimpleStatementLine) and s.body]
-    if any(isinstance(s, cst.FunctionDef) and s.name.value == "__init__" for s in cls.body.body):
+    if defined_method(cls, "__init__") is not None:
         return False  # its own constructor decides
     fields = [s for s in body if _is_field(s)]
     plain = all(dotted_name(base.value) in _PLAIN_BASES for base in cls.bases)

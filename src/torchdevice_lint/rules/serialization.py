@@ -29,13 +29,13 @@ from .support.saved_files import (
     may_be_none,
     named_file_names,
     opened_path,
-    unopened,
     path_keys,
     restored_by_ray_tune,
     retried_with_map_location,
     saved_in_same_loop,
     shipped_on_cpu,
     single_binding,
+    unopened,
 )
 from .support.run_order import Branches, branches_of, exclusive, reloaded_after_script_saves
 

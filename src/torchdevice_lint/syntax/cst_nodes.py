@@ -86,6 +86,11 @@ def source_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def defined_method(klass: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
+    """The method ``name`` a class body defines itself (not one it inherits), or None."""
+    return next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
 def block_statements(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     if isinstance(suite, cst.IndentedBlock):
         return suite.body

@@ -87,6 +87,7 @@ def restores_scheduler(ctx: FileContext) -> bool:
     target = assign.targets[0].target
     if not isinstance(target, cst.Name) or not isinstance(stack[-3], cst.SimpleStatementLine):
         return False
+    from ...engine.context import binds_unconditionally  # LibCST: imported once a file is parsed
     from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     uses = _SchedulerUses(target.value)
@@ -94,7 +95,7 @@ def restores_scheduler(ctx: FileContext) -> bool:
         walk(statement, uses, skip=TRIVIA_TYPES)
         if not uses.restored:
             return False
-        if _binds(statement, target.value):
+        if binds_unconditionally(statement, target.value):
             break
     return uses.count > 0
 
@@ -112,11 +113,6 @@ def _into_scheduler(stack, index: int) -> bool:
         return False
     receiver = last_name(call.func.value)
     return receiver is not None and "sched" in receiver.lower()
-
-
-def _binds(statement: cst.CSTNode, name: str) -> bool:
-    """``name = ...`` as a statement of its own."""
-    return isinstance(statement, cst.SimpleStatementLine) and any(_assigns(small, name) for small in statement.body)
 
 
 def _assigns(node: cst.CSTNode, name: str) -> bool:
