@@ -35,11 +35,17 @@ from bench.corpus import BENCH_DIR, PROJECTS, corpus_files, fraction, joined_fil
 TORCHFIX_VERSION = "0.7.0"
 TOOLS_DIR = BENCH_DIR / ".cache"
 
+#: Parses every listed file; one that does not parse (Python 2, broken) is attempted and passed
+#: over, as ``check`` does, rather than ending the baseline at the first such file.
 PARSE_ONLY = """
 import sys, {module}
 for path in open(sys.argv[1]).read().splitlines():
-    with open(path, encoding="utf-8") as handle:
-        {module}.{function}(handle.read())
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        text = handle.read()
+    try:
+        {module}.{function}(text)
+    except Exception:
+        pass
 """
 
 
