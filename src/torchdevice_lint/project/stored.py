@@ -42,11 +42,12 @@ class FactsCache:
 
     def __init__(
         self, stored: Optional[Dict[str, object]] = None,
-        read: Callable[[str, object], Optional[ModuleFacts]] = lambda key, entry: None,
+        read: Optional[Callable[[str, object], Optional[ModuleFacts]]] = None,
     ) -> None:
         self.by_hash: Dict[str, ModuleFacts] = {}
         self.stored = dict(stored or {})
-        self._read = read
+        # a module-level function, not a lambda: the cache travels to worker processes
+        self._read = read if read is not None else _nothing_stored
         self.parsed = 0
         #: The hashes of the modules this run's projects hold: what a save keeps.
         self.used: set = set()
@@ -80,6 +81,10 @@ class FactsCache:
                     trees.keep(str(file), text, tree)
             self.parsed += 1
         return self.by_hash[key]
+
+
+def _nothing_stored(key: str, entry: object) -> Optional[ModuleFacts]:
+    return None
 
 
 class KeptTrees:
