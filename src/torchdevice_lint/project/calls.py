@@ -259,6 +259,7 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
     (``from .utils import LayerNorm``), or the defining module's own call; ``LayerNorm(width)``
     in ``xf.py``, which defines a ``LayerNorm`` of its own, and ``nn.LayerNorm`` do not."""
     stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
+    packages = package_names(stems)
     defined: Dict[str, Set[str]] = {}
     for path, facts in modules.items():
         for name in facts.device_defaults:
@@ -270,7 +271,7 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
     for path, facts in modules.items():
         used_as_value = set(facts.escaped)
         for name, where in defined.items():
-            keys = [name, *(f"{name}@{stem}" for stem in where)]
+            keys = [name, *(f"{name}@{origin}" for origin in sorted(where | packages))]
             if stems[path] in where:
                 keys.append(f"{name}@{OWN}")
             for key in keys:
@@ -278,6 +279,14 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
                 if key in used_as_value:
                     escaped.add(name)
     return {name: tuple(found) for name, found in sorted(calls.items()) if found}, frozenset(escaped)
+
+
+def package_names(stems: Dict[str, str]) -> Set[str]:
+    """The names of the project's packages (the folders of its ``__init__`` modules; ``stems``:
+    path -> module name). A package may re-export a definition of any of its modules, so a call
+    through it (``utils.load_model(...)`` after ``import trajectory.utils as utils``) may reach
+    any definition of that name."""
+    return {os.path.basename(os.path.dirname(path)) for path, stem in stems.items() if stem == "__init__"}
 
 
 def shaped(value) -> Optional[ModuleCalls]:

@@ -19,7 +19,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
-from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls
+from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
 from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key, names_launcher
 from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
@@ -348,7 +348,7 @@ def parameter_calls(modules: Mapping[str, ModuleFacts]) -> Dict[str, tuple]:
             if decorated:
                 unseen.add(f"{name}@{stems[path]}")
     # a package's ``__init__`` may re-export a definition: a call through it may reach any
-    packages = {os.path.basename(os.path.dirname(path)) for path, stem in stems.items() if stem == "__init__"}
+    packages = package_names(stems)
     found: Dict[str, list] = {}
     for path, facts in modules.items():
         for key in facts.calls.escaped:

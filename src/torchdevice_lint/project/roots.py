@@ -68,6 +68,22 @@ def settings_root_at_or_above(directory: str) -> Optional[Path]:
     return None if here.parent == here else settings_root_at_or_above(str(here.parent))
 
 
+def _packages(setup: Path) -> bool:
+    """Whether a ``setup.py`` is a packaging script (it names ``setup(`` or setuptools), not a
+    module of a package that happens to bear the name (jannerm/trajectory-transformer@8834a6e
+    trajectory/utils/setup.py holds the argument parser: its folder is a package of the project)."""
+    try:
+        with open(setup, "rb") as handle:
+            text = handle.read(_SETUP_BYTES)
+    except OSError:
+        return False
+    return any(word in text for word in (b"setup(", b"setuptools", b"distutils"))
+
+
+#: How much of a ``setup.py`` is read for ``_packages``: a packaging script names itself early.
+_SETUP_BYTES = 1 << 20
+
+
 def _directory_of(path: str) -> Path:
     """``path`` itself for a directory (or a name without a suffix, which may not exist yet: an
     editor's buffer), else the directory holding the file."""
@@ -85,7 +101,7 @@ def _root_at_or_above(directory: str) -> Optional[Path]:
 
 def is_project_root(directory: Path) -> bool:
     """A folder holding a project file (``pyproject.toml``, ``setup.py``, ``requirements*.txt``...)."""
-    if any((directory / name).is_file() for name in PROJECT_FILES):
+    if any((directory / name).is_file() for name in PROJECT_FILES if name != "setup.py") or _packages(directory / "setup.py"):
         return True
     try:
         return any(candidate.is_file() for candidate in directory.glob(REQUIREMENTS_GLOB))

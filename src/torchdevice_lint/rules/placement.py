@@ -16,7 +16,7 @@ from .support.common import (
 from .support.examples import (
     ALIASED_TEST_SCRIPT, ATTRS_LAYER_NORM, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON,
     CONSTANT_FLAGS_OFF, CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEVICE, EMPTY_LOSS, FFI_TEST_SCRIPT, INLINE,
-    KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PREPARE_Z_Y,
+    KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, LOSS_USER, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y,
     HEIR_BUILT, REBOUND_USE_GPU, configured_flags, kernel_callers,
 )
 from .backend_api import ASKED_FOR_GPUS
@@ -327,7 +327,7 @@ class HardcodedCudaDevice(Rule):
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
-        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0],  # a flag every build of the class passes, bound to availability
+        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0], PACKAGE_CALLED,  # a flag every build of the class passes, bound to availability; a package's call
     )
     invalid = (
         Invalid(
