@@ -10,6 +10,7 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .support.common import display_only, may_meet_mps
+from .support.examples import KERNEL_FUNCTION, KERNEL_SETUP
 from .dataflow import ON_DEVICE
 
 
@@ -129,6 +130,7 @@ class Float64OnMps(Rule):
     fix_title = "Use float32 on the device (convert to float64 on the CPU if the precision is needed)"
     fix_safety = Applicability.DISPLAY_ONLY
     default_enabled = False
+    hazard_without_cuda = True  # a Mac has no CUDA: code that only drives a CUDA-only kernel never meets MPS
     what = (
         "Checks for float64 tensors on a tensor known to be on a device (moved with `.to(device)`/"
         "`.cuda()` or created with `device=`): `.double()`, `.to(torch.float64)`, "
@@ -159,6 +161,8 @@ class Float64OnMps(Rule):
         # snap-stanford/pretrain-gnns@8b20528 chem/finetune.py:33: a project that never names MPS picks
         # CUDA or the CPU, so float64 on its device never meets MPS
         Valid(_ON_DEVICE_DOUBLE, files={"train.py": "import torch\n"}),
+        # the self-test of a CUDA-only kernel (fundamentalvision/Deformable-DETR@11169a6 models/ops/test.py:38)
+        Valid(KERNEL_FUNCTION + "\n\nx = torch.randn(8).cuda().double()\ny = FusedAct.apply(x)\n", files={"setup.py": KERNEL_SETUP}),
     )
     invalid = (
         Invalid(_ON_DEVICE_DOUBLE, fixed=None),
