@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
@@ -334,11 +335,30 @@ def global_file_names(ctx: FileContext, name: str) -> FrozenSet[str]:
 
 
 def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
-    values = [
-        assign.value for assign in nodes_of_type(ctx.enclosing_function() or ctx.module, cst.Assign)
-        if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets)
-    ]
+    """The value of the one ``name = ...`` in the enclosing function (or the module), nested
+    scopes included; None where there are none or several."""
+    values = _plain_assignments(ctx, ctx.enclosing_function() or ctx.module).get(name, ())
     return values[0] if len(values) == 1 else None
+
+
+def _plain_assignments(ctx: FileContext, scope: cst.CSTNode) -> Dict[str, list]:
+    """Name -> the value of each ``=`` binding it in ``scope``: one walk per scope and file,
+    where a file with many loads in one function walked it once per load."""
+    by_scope = _ASSIGNMENTS.get(ctx)
+    if by_scope is None:
+        by_scope = _ASSIGNMENTS[ctx] = {}
+    found = by_scope.get(id(scope))
+    if found is None:
+        found = by_scope[id(scope)] = {}
+        for assign in nodes_of_type(scope, cst.Assign):
+            for name in {t.target.value for t in assign.targets if isinstance(t.target, cst.Name)}:
+                found.setdefault(name, []).append(assign.value)
+    return found
+
+
+#: FileContext -> id(scope) -> ``_plain_assignments`` of it; gone with the context (whose tree
+#: keeps every scope, and so its id, alive).
+_ASSIGNMENTS: "weakref.WeakKeyDictionary[FileContext, Dict[int, Dict[str, list]]]" = weakref.WeakKeyDictionary()
 
 
 #: ``os.path.dirname(__file__)``, ``Path(__file__).parent``: the module's folder.
