@@ -73,7 +73,7 @@ class ModuleFacts:
     #: option of that name may not hold its default (``knowledge/option_values.py``).
     rebound: List[str] = field(default_factory=list)
     #: Those of them every assignment here binds to an availability check (``args.use_gpu = True
-    #: if torch.cuda.is_available() and args.use_gpu else False``) or to False: true only where CUDA is.
+    #: if torch.cuda.is_available() and args.use_gpu else False``): true only where CUDA is.
     availability_rebound: List[str] = field(default_factory=list)
     #: Its top-level classes whose methods save files, and top-level functions that do, -> the
     #: file names they write (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(),
@@ -406,12 +406,6 @@ def _holds_availability(value: ast.expr) -> bool:
     )
 
 
-def _never_true(value: ast.expr) -> bool:
-    """``False``, ``None``, ``0``: a flag so bound picks no GPU anywhere (cure-lab/LTSF-Linear@0c11366
-    run_stat.py:49 ``args.use_gpu = False`` beside run_longExp.py:84's availability check)."""
-    return type(value) is ast.Constant and value.value in (False, None) and type(value.value) is not float
-
-
 def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> None:
     """The device attributes (and string keys: oxwhirl/pymarl@c971afd src/run.py:220-221
     ``config["use_cuda"] = False``) an assignment binds, and whether it binds them to an
@@ -428,7 +422,7 @@ def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> 
                 if name not in facts.rebound:
                     facts.rebound.append(name)
                 if available is None:
-                    available = _holds_availability(assign.value) or _never_true(assign.value)
+                    available = _holds_availability(assign.value)
                 if not available:
                     plainly.add(name)
                 elif name not in facts.availability_rebound:

@@ -154,7 +154,7 @@ CRITERION_FACTORY = Valid(
 REBOUND_USE_GPU = Valid(
     "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
     files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
-           "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n", "stat.py": "args.use_gpu = False\n"},
+           "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"},
 )
 
 
