@@ -100,7 +100,7 @@ def _root_at_or_above(directory: str) -> Optional[Path]:
 
 
 def is_project_root(directory: Path) -> bool:
-    """A folder holding a project file (``pyproject.toml``, ``setup.py``, ``requirements*.txt``...)."""
+    """A folder holding a project file (``pyproject.toml``, a packaging ``setup.py``, ``requirements*.txt``...)."""
     if any((directory / name).is_file() for name in PROJECT_FILES if name != "setup.py") or _packages(directory / "setup.py"):
         return True
     try:

@@ -473,10 +473,10 @@ CLAMPED_GPU_COUNTS = (
 )
 
 
-#: A YAML config's setting read as ``config['cuda']`` (daa233/generative-inpainting-pytorch@c6cdaea
-#: configs/config.yaml:21, train.py:29-31,109-112); {} is where the fix binds the device.
 #: A default every call overrides through a package whose folder holds a module named setup.py (jannerm/trajectory-transformer@8834a6e utils/serialization.py:34)
 PACKAGE_CALLED = Valid("import torch\n\ndef load_model(*path, epoch=None, device='cuda:0'):\n    return build(path, epoch).to(device)\n", files={"tools/__init__.py": "from example import *\n", "tools/setup.py": "def watch(args):\n    return args\n", "plan.py": "import tools\nmodel = tools.load_model('logs', epoch=0, device=args.device)\n"})
+#: A YAML config's setting read as ``config['cuda']`` (daa233/generative-inpainting-pytorch@c6cdaea
+#: configs/config.yaml:21, train.py:29-31,109-112); {} is where the fix binds the device.
 CONFIG_READER = (
     "import torch\nimport yaml\n\n{}config = yaml.safe_load(open('configs/config.yaml'))\ncuda = config['cuda']\n{}"
     "if cuda:\n    x = x{}\n"
