@@ -256,7 +256,8 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
     """For each name some module defines with a CUDA device default: the signatures of its calls
     (name -> signatures), and the names used as a value, over the modules (path -> facts). A call
     counts where it may reach that definition: its origin unknown, the defining module's name
-    (``from .utils import LayerNorm``), or the defining module's own call; ``LayerNorm(width)``
+    (``from .utils import LayerNorm``) or a package of the project (``package_names``), or the
+    defining module's own call; ``LayerNorm(width)``
     in ``xf.py``, which defines a ``LayerNorm`` of its own, and ``nn.LayerNorm`` do not."""
     stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
     packages = package_names(stems)
@@ -268,12 +269,12 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
     escaped: Set[str] = set()
     if not defined:
         return {}, frozenset()
+    # the keys of the calls that may reach each name's definitions, wherever the call is
+    reaching = {name: [name, *(f"{name}@{origin}" for origin in sorted(where | packages))] for name, where in defined.items()}
     for path, facts in modules.items():
         used_as_value = set(facts.escaped)
         for name, where in defined.items():
-            keys = [name, *(f"{name}@{origin}" for origin in sorted(where | packages))]
-            if stems[path] in where:
-                keys.append(f"{name}@{OWN}")
+            keys = reaching[name] + [f"{name}@{OWN}"] if stems[path] in where else reaching[name]
             for key in keys:
                 calls.setdefault(name, []).extend(record.signature() for record in facts.sites.get(key, ()))
                 if key in used_as_value:
