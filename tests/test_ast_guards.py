@@ -7,6 +7,7 @@ import itertools
 import libcst as cst
 import pytest
 
+from torchdevice_lint.api import check_source
 from torchdevice_lint.first_stage.facts import parse_facts
 from torchdevice_lint.knowledge import cst_guards as guards
 from torchdevice_lint.knowledge.ast_guards import sign
@@ -32,6 +33,8 @@ CONDITIONS = [
     "isinstance(x, torch.cuda.FloatTensor)",
     "torch.cuda.device_count() > 1",
     "not use_cuda",
+    "x.is_cuda",
+    "not batch.is_xpu",
 ]
 #: Ways the batched pass may resolve names and read flag defaults.
 QUALNAMES = [lambda node: None, lambda node: "torch.cuda.is_initialized", lambda node: "torch.cuda.is_available"]
@@ -66,7 +69,19 @@ def test_conditions_that_depend_on_flags_or_imports_are_not_read_for_certain():
         ("if not torch.cuda.is_available():\n    x = x.cuda()\n", False),
         ("if torch.cuda.is_available():\n    pass\nx = x.cuda()\n", False),
         ("ok = x.cuda() and torch.cuda.is_available()\n", False),
-        ("if use_cuda:\n    x = x.cuda()\n", False),  # a flag: its default decides, in the batched pass
+        # a bare flag: the module's bindings decide, as in the batched pass
+        ("if use_cuda:\n    x = x.cuda()\n", True),  # bound nowhere here: no default makes it run
+        ("use_cuda = True\nif use_cuda:\n    x = x.cuda()\n", False),
+        ("use_cuda = False\nif use_cuda:\n    x = x.cuda()\n", True),
+        ("use_cuda = args.cuda\nif use_cuda:\n    x = x.cuda()\n", False),  # the option's default: the project's
+        ("def f(x, use_cuda=True):\n    if use_cuda:\n        x = x.cuda()\n", False),
+        ("def f(x, use_cuda):\n    return x\nif use_cuda:\n    x = x.cuda()\n", False),  # a parameter somewhere
+        ("cuda = True if torch.cuda.is_available() else False\nif cuda:\n    x = x.cuda()\n", True),
+        ("ok = torch.cuda.is_available()\ny = x.cuda() if ok else x\n", True),
+        ("ok = torch.cuda.is_available()\nok = True\ny = x.cuda() if ok else x\n", False),
+        ("if use_amp:\n    x = x.cuda()\n", False),  # a CUDA feature's flag may be on by default
+        ("if not no_cuda:\n    x = x.cuda()\n", True),
+        ("if x.is_cuda:\n    x = x.cuda()\n", True),
         ("@pytest.mark.skipif(torch.cuda.is_available(), reason='')\ndef test_f():\n    x.cuda()\n", False),
     ],
 )
@@ -74,3 +89,22 @@ def test_a_candidate_is_guarded_for_certain_only_inside_what_such_a_check_covers
     facts = parse_facts("import torch\n" + source)
     [call] = facts.calls_named["cuda"]
     assert facts.surely_guarded(call) == guarded
+
+
+@pytest.mark.parametrize("source", [
+    "if use_cuda:\n    x = x.cuda()\n",
+    "use_cuda = True\nif use_cuda:\n    x = x.cuda()\n",
+    "use_cuda = False\nif use_cuda:\n    x = x.cuda()\n",
+    "def f(x, use_cuda=True):\n    if use_cuda:\n        x = x.cuda()\n",
+    "cuda = True if torch.cuda.is_available() else False\nif cuda:\n    x = x.cuda()\n",
+    "if use_amp:\n    x = x.cuda()\n",
+    "if not no_cuda:\n    x = x.cuda()\n",
+    "if x.is_cuda:\n    x = x.cuda()\n",
+])
+def test_what_is_guarded_for_certain_is_guarded_for_the_batched_pass(source):
+    source = "import torch\n" + source
+    facts = parse_facts(source)
+    [call] = facts.calls_named["cuda"]
+    reported = any(finding.code == "TDV101" for finding in check_source(source, "example.py").findings)
+    if facts.surely_guarded(call):
+        assert not reported

@@ -136,6 +136,12 @@ def test_facts_reach_code_in_match_statements():
     assert ("to", "target") in facts.first_arguments
 
 
+_GAN_TENSOR = (  # eriklindernoren/PyTorch-GAN@36d3c77 implementations/gan/gan.py:35,115,129
+    "import torch\ncuda = True if torch.cuda.is_available() else False\n"
+    "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nvalid = Tensor(4, 1).fill_(1.0)\nreal = imgs.type(Tensor)\n"
+)
+
+
 @pytest.mark.parametrize(
     "code, source, reported",
     [
@@ -193,6 +199,27 @@ def test_facts_reach_code_in_match_statements():
         ("TDV301", "import torch\ndev = torch.cuda.current_device() if torch.cuda.is_available() else None\nif self.cuda_device is not None:\n    torch.cuda.set_device(self.cuda_device)\n", False),
         ("TDV301", "import torch\n\n@pytest.mark.skipif(not torch.cuda.is_available(), reason='')\ndef test_sync():\n    torch.cuda.synchronize()\n", False),
         ("TDV301", "import torch\nif self.cuda_device is None:\n    torch.cuda.set_device(0)\n", True),
+        # names the module binds to a check, or whose words decide (ast_guards.module_name_signs), and tensors' flags
+        ("TDV101", "import torch\ncuda = True if torch.cuda.is_available() else False\nif cuda:\n    g.cuda()\n", False),
+        ("TDV101", "import torch\nif x.is_cuda:\n    y = y.cuda()\n", False),
+        ("TDV101", "import torch\nuse_cuda = True\nif use_cuda:\n    g.cuda()\n", True),
+        # PyTorch-GAN: a legacy type chosen by such a flag, then used as a cast
+        ("TDV201", _GAN_TENSOR, False),
+        ("TDV202", _GAN_TENSOR, False),
+        ("TDV201", "import torch\nTensor = torch.cuda.FloatTensor\nz = Tensor(2)\n", True),
+        ("TDV201", "import torch\n\nclass Beam:\n    def __init__(self):\n        self.tt = torch.cuda\n\n    def f(self):\n        return self.tt.FloatTensor(3)\n", True),
+        ("TDV202", "import torch\nif torch.cuda.is_available():\n    y = x.type(torch.cuda.FloatTensor)\n", False),
+        ("TDV202", "import torch\n\ndef f(x, half):\n    t = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n    return x.type(t)\n", True),
+        # a bare name's call takes a device only where it is imported as one (``autocast`` is not)
+        ("TDV102", "from torch.amp import autocast\n\n@autocast('cuda', enabled=False)\ndef f(x):\n    return x\n", False),
+        ("TDV102", "from torch import device as dev\ngpu = dev('cuda')\n", True),
+        ("TDV102", "from torch import load\nstate = load(path, 'cuda:0')\n", True),
+        # a check that refuses nothing; a count that divides nothing, or only behind a check
+        ("TDV309", "import torch\nif torch.cuda.is_available() and not args.disable_cuda:\n    device = 'cuda'\n", False),
+        ("TDV309", "import sys\nimport torch\nif not torch.cuda.is_available():\n    sys.exit('needs a GPU')\n", True),
+        ("TDV305", "import torch\nprint(torch.cuda.device_count())\nsteps = total // n\n", False),
+        ("TDV305", "import torch\nif torch.cuda.is_available():\n    shard = rank % torch.cuda.device_count()\n", False),
+        ("TDV305", "import torch\nopt.num_gpu = torch.cuda.device_count()\nopt.num_iter = int(opt.num_iter / opt.num_gpu)\n", True),
         ("TDV201", "import torch\nx = torch.zeros(3)\nname = 'cuda'\n", False),
         ("TDV201", "import torch as th\nx = th.cuda.FloatTensor(3)\n", True),
         ("TDV202", 'import torch\n"""Works like torch.cuda.FloatTensor."""\n', False),

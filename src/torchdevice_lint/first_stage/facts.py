@@ -55,11 +55,14 @@ class Facts:
     #: literal does something (not a comparison's ``device.type == "mps"``).
     placed_strings: Set[str] = field(default_factory=set)
     #: The placed strings (-> their literals) that stand where TDV102 and TDV105 report a device literal: a
-    #: ``device=``, ``map_location=``, ``type=`` or ``default=`` argument; a positional argument of
-    #: a bare name's call, of ``.to``, ``.device``, ``.set_default_device`` or ``.load``; a value
+    #: ``device=``, ``map_location=``, ``type=`` or ``default=`` argument; a positional argument
+    #: of ``.to``, ``.device``, ``.set_default_device`` or ``.load`` (of a bare name: ``devices()``); a value
     #: assigned to a name or attribute whose last name holds "device"; a ``device...``
     #: parameter's default. Not ``str(device).startswith("mps")`` nor ``environ.get(k, "cuda")``.
     device_strings: Dict[str, List[ast.expr]] = field(default_factory=dict)
+    #: Bare name called -> the placed strings among its positional arguments: device strings
+    #: where the name is imported as one of ``DEVICE_TAKING_METHODS`` (``devices()``).
+    name_call_strings: Dict[str, List[Tuple[str, ast.expr]]] = field(default_factory=dict)
     #: The last name of every class base.
     bases: Set[str] = field(default_factory=set)
     #: (last name of the called expression, shape of its first positional argument) for every
@@ -97,12 +100,25 @@ class Facts:
     #: The device inference of the file, once a trigger asked for it.
     inference: Optional["FileInference"] = None
 
+    def devices(self) -> Dict[str, List[ast.expr]]:
+        """``device_strings``, with the strings a bare name's call is given where an import
+        binds the name to one of ``DEVICE_TAKING_METHODS`` (``dev("cuda")`` after ``from torch
+        import device as dev``). Asked by the triggers, once the project's imports are in."""
+        if self.name_call_strings:
+            for called, literals in self.name_call_strings.items():
+                if any(name.rpartition(".")[2] in DEVICE_TAKING_METHODS for name in self.imports.get(called, ())):
+                    for text, literal in literals:
+                        self.device_strings.setdefault(text, []).append(literal)
+            self.name_call_strings = {}
+        return self.device_strings
+
     def surely_guarded(self, node: ast.AST) -> bool:
         """Whether ``node`` stands where a check that ``knowledge/ast_guards.py`` reads for certain covers it."""
         if self.coverage is None:
-            from ..knowledge.ast_guards import Coverage, covered_spans
+            from ..knowledge.ast_guards import Coverage, covered_spans, module_name_signs
 
-            self.coverage = Coverage(covered_spans(self.conditions, self.definitions))
+            names = module_name_signs(self.tree) if self.tree is not None else None
+            self.coverage = Coverage(covered_spans(self.conditions, self.definitions, names))
         return self.coverage.covers(node)
 
     def inferred(self) -> "FileInference":
@@ -188,13 +204,15 @@ def _collect(tree: ast.AST, source: str) -> Facts:
                             if shape is not None:
                                 first_arguments.add((called, shape))
                             break
-                takes_device = type(func) is Name or called in DEVICE_TAKING_METHODS
+                takes_device = type(func) is Attribute and called in DEVICE_TAKING_METHODS
                 for argument in node.args:
                     literals = _strings_of(argument.value if type(argument) is Starred else argument)
                     if literals:
                         place(literals)
                         if takes_device:
                             place_device(literals)
+                        elif type(func) is Name:
+                            facts.name_call_strings.setdefault(func.id, []).extend(literals)
                 for keyword in node.keywords:
                     literals = _strings_of(keyword.value)
                     if literals:
@@ -262,8 +280,8 @@ def _collect(tree: ast.AST, source: str) -> Facts:
 
 #: Methods (and, by their last name, functions) whose positional arguments can be a device:
 #: ``x.to("cuda")``, ``torch.device("cuda")``, ``torch.set_default_device("mps")``,
-#: ``torch.load(f, "cuda")``. Any bare name's call is counted too (``dev("cuda")`` after
-#: ``from torch import device as dev``).
+#: ``torch.load(f, "cuda")``; a bare name's call too where an import binds it to one of them
+#: (``dev("cuda")`` after ``from torch import device as dev``).
 DEVICE_TAKING_METHODS = frozenset({"to", "device", "set_default_device", "load"})
 #: The calls ``Facts.calls_named`` keeps, by the last name of their function (TDV101's).
 KEPT_CALLS = frozenset({"cuda"})

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import TYPE_CHECKING, Callable, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from ..syntax.ast_nodes import last_name
 from .facts import INDEXED, Facts
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Placed(Trigger):
     """A placed string (``Facts.placed_strings``: passed, assigned or defaulted, or the leading
     text of such an f-string) that ``accepts`` takes: the rule's own test of a literal's text,
     so ``"cuda_graph"`` does not pass where only ``"cuda"`` or ``"cuda:N"`` can be reported.
-    ``as_device``: only among those standing where a device is (``Facts.device_strings``)."""
+    ``as_device``: only among those standing where a device is (``Facts.devices``)."""
 
     def __init__(self, accepts: Callable[[str], bool], as_device: bool = False) -> None:
         self.accepts = accepts
@@ -92,11 +93,11 @@ class Placed(Trigger):
         return f"Placed({getattr(self.accepts, '__name__', self.accepts)}, as_device={self.as_device})"
 
     def matches(self, facts: Facts) -> bool:
-        return any(self.accepts(text) for text in (facts.device_strings if self.as_device else facts.placed_strings))
+        return any(self.accepts(text) for text in (facts.devices() if self.as_device else facts.placed_strings))
 
     def literals(self, facts: Facts) -> List[ast.expr]:
         """With ``as_device``: the literals of the strings ``accepts`` takes."""
-        return [literal for text, literals in facts.device_strings.items() if self.accepts(text) for literal in literals]
+        return [literal for text, literals in facts.devices().items() if self.accepts(text) for literal in literals]
 
 
 class Unguarded(Trigger):
@@ -171,15 +172,15 @@ class Resolved(Trigger):
             return next(self.matching_calls(facts), None) is not None
         if any(not self.names.isdisjoint(bound) for bound in facts.imports.values()):
             return True
-        return any(self._resolves(dotted, facts) for dotted in facts.references)
+        return any(self.resolves(dotted, facts) for dotted in facts.references)
 
     def matching_calls(self, facts: Facts) -> Iterator[ast.Call]:
         """The calls whose function resolves to one of ``names`` (and that ``accepts`` takes)."""
         for dotted, calls in facts.dotted_calls.items():
-            if self._resolves(dotted, facts):
+            if self.resolves(dotted, facts):
                 yield from (call for call in calls if self.accepts is None or self.accepts(call))
 
-    def _resolves(self, dotted: str, facts: Facts) -> bool:
+    def resolves(self, dotted: str, facts: Facts) -> bool:
         head, dot, rest = dotted.partition(".")
         if dot and rest.rpartition(".")[2] not in self._last_parts:
             return False  # asked of every dotted name of the file: most end in no name sought
@@ -187,21 +188,30 @@ class Resolved(Trigger):
         return bound is not None and any(base + dot + rest in self.names for base in bound)
 
 
-class Tested(Trigger):
+class Refusal(Trigger):
     """A call ``calls`` matches (a ``Resolved(..., calls=True)``) standing in the test of an
-    ``if`` statement (``elif`` too) or of an ``assert``: for a rule that reports such a statement
-    for what its test calls, not every file that calls it (``"cuda" if is_available() else "cpu"``)."""
+    ``assert``, or of an ``if`` statement (``elif`` too) one of whose branches ends by raising or
+    by exiting (``sys.exit``, ``abort``): for a rule that reports such a statement for what its
+    test calls, not every file that calls it (``"cuda" if is_available() else "cpu"``)."""
 
     def __init__(self, calls: Resolved) -> None:
         self.calls = calls
 
     def __repr__(self) -> str:
-        return f"Tested({self.calls!r})"
+        return f"Refusal({self.calls!r})"
 
     def matches(self, facts: Facts) -> bool:
-        tests = [node.test for node in facts.conditions if type(node) is ast.If]
+        tests = [node.test for node in facts.conditions if type(node) is ast.If and (_stops(node.body) or _stops(node.orelse))]
         tests.extend(node.test for node in facts.asserts)
         return bool(tests) and any(_spans(test, call) for call in self.calls.matching_calls(facts) for test in tests)
+
+
+def _stops(block: List[ast.stmt]) -> bool:
+    """Whether a block ends in ``raise`` or in a call of ``exit``, ``_exit`` or ``abort``."""
+    last = block[-1] if block else None
+    if type(last) is ast.Raise:
+        return True
+    return type(last) is ast.Expr and type(last.value) is ast.Call and last_name(last.value.func) in ("exit", "_exit", "abort")
 
 
 def _spans(outer: ast.AST, inner: ast.AST) -> bool:

@@ -3,8 +3,8 @@
 ``cst_guards.classify`` decides a condition's sign with the file's imports and its user-flag
 defaults, which only the LibCST pass knows. Some conditions have the same sign whatever those
 are: ``torch.cuda.is_available()`` (any call named ``is_available`` or ``device_count``),
-``self.cuda_device is not None`` (a name read as a flag, never a flag's default), and ``not``
-and ``and`` of them. The batched pass only ever adds guard coverage, so what these cover (an
+``self.cuda_device is not None`` (a name read as a flag, never a flag's default), ``x.is_cuda``,
+a bare name the module's own bindings decide (``NameSigns``), and ``not`` and ``and`` of them. The batched pass only ever adds guard coverage, so what these cover (an
 ``if`` branch, a conditional expression's arm, the rest of an ``and``, the body of a
 ``def cuda(self)`` override or of a CUDA-skipping test) is guarded for the rules that ask
 ``ctx.guarded`` (``first_stage.triggers.Unguarded``): a file whose candidates all stand there is not
@@ -16,24 +16,29 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 from itertools import accumulate
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..syntax.ast_nodes import dotted_name, last_name
 from . import cst_guards as guards
+from .backends import BACKEND_TENSOR_FLAGS
+from .flags import HOLDS_AVAILABILITY, binding_values
 
 Position = Tuple[int, int]
 #: The sign ``cst_guards.classify`` gives, or None when it may depend on the imports or flags.
 Sign = Optional[int]
+#: The sign of a bare name tested as a condition (``if cuda:``), or None.
+NameSigns = Callable[[str], Sign]
 
 
-def sign(test: ast.expr) -> Sign:
-    """``cst_guards.classify(test)`` where it holds for any imports and flag defaults, else None."""
+def sign(test: ast.expr, names: Optional[NameSigns] = None) -> Sign:
+    """``cst_guards.classify(test)`` where it holds for any imports and flag defaults, else None.
+    ``names``: what the module's bindings say of a bare name (``module_name_signs``)."""
     kind = type(test)
     if kind is ast.UnaryOp and type(test.op) is ast.Not:
-        inner = sign(test.operand)
+        inner = sign(test.operand, names)
         return None if inner is None else -inner
     if kind is ast.BoolOp and type(test.op) is ast.And:
-        signs = [sign(value) for value in test.values]
+        signs = [sign(value, names) for value in test.values]
         if guards.POSITIVE in signs:
             return guards.POSITIVE  # one conjunct that proves CUDA is enough, however nested
         if None in signs:
@@ -46,7 +51,43 @@ def sign(test: ast.expr) -> Sign:
         if type(right) is ast.Constant and right.value is None:
             flag = guards.flag_name_sign(last_name(test.left) or "")
             return flag if type(test.ops[0]) is ast.IsNot else -flag
+    if kind is ast.Name or kind is ast.Attribute:
+        tested = last_name(test)
+        if tested == "is_cuda" or tested in BACKEND_TENSOR_FLAGS:
+            return guards.POSITIVE  # a tensor's own flag
+        if kind is ast.Name and names is not None:
+            return names(test.id)
     return None
+
+
+def module_name_signs(tree: ast.Module) -> NameSigns:
+    """``classify``'s sign of ``if name:`` where the module alone decides it: no function takes
+    a parameter of that name, and every binding of it is an availability check
+    (``cuda = torch.cuda.is_available()``), or each is the same constant, or none is a
+    constant or a copied option (then the name's own words decide: ``if use_cuda:``)."""
+    verdicts = binding_values(tree)
+    known: Dict[str, Sign] = {}
+
+    def name_sign(name: str) -> Sign:
+        if name not in known:
+            known[name] = _name_sign(name, verdicts)
+        return known[name]
+
+    return name_sign
+
+
+def _name_sign(name: str, verdicts: dict) -> Sign:
+    if ("parameter", name) in verdicts:
+        return None  # a caller's value: the project's to say
+    verdict = verdicts.get(("name", name))
+    if verdict == HOLDS_AVAILABILITY:
+        return guards.POSITIVE
+    flag = guards.flag_name_sign(name)
+    if flag == guards.NEUTRAL or type(verdict) is tuple:
+        return None  # no flag, or a copy of an option whose default the project knows
+    if type(verdict) is bool:
+        return guards.NEUTRAL if verdict == (flag == guards.POSITIVE) else flag
+    return None if guards.names_cuda_feature(name) else flag
 
 
 def _span(nodes: Sequence[ast.AST]) -> Tuple[Position, Position]:
@@ -54,21 +95,23 @@ def _span(nodes: Sequence[ast.AST]) -> Tuple[Position, Position]:
     return (first.lineno, first.col_offset), (last.end_lineno, last.end_col_offset)
 
 
-def covered_spans(conditions: Iterable[ast.AST], definitions: Iterable[ast.AST]) -> List[Tuple[Position, Position]]:
+def covered_spans(
+    conditions: Iterable[ast.AST], definitions: Iterable[ast.AST], names: Optional[NameSigns] = None
+) -> List[Tuple[Position, Position]]:
     """The source spans the checks among ``conditions`` (``if`` statements, conditional
     expressions, ``and`` operations) and ``definitions`` (functions and classes) cover."""
     spans = []
     for node in conditions:
         kind = type(node)
         if kind is ast.If or kind is ast.IfExp:
-            decided = sign(node.test)
+            decided = sign(node.test, names)
             if decided == guards.POSITIVE:
                 spans.append(_span(node.body if kind is ast.If else [node.body]))
             elif decided == guards.NEGATIVE and node.orelse:
                 spans.append(_span(node.orelse if kind is ast.If else [node.orelse]))
         elif kind is ast.BoolOp and type(node.op) is ast.And:
             for index, value in enumerate(node.values[:-1]):
-                if sign(value) == guards.POSITIVE:
+                if sign(value, names) == guards.POSITIVE:
                     spans.append(_span(node.values[index + 1:]))
                     break
     for node in definitions:

@@ -51,7 +51,7 @@ def flag_name_sign(name: str) -> int:
     """``use_cuda``/``args.gpu``/``use_amp`` read as CUDA flags; ``no_cuda``/``cpu_only`` as
     their negation."""
     lowered = name.lower()
-    if _names_cuda_feature(lowered):
+    if names_cuda_feature(lowered):
         return NEGATIVE if lowered.startswith(("no_", "not_", "disable")) else POSITIVE
     if not ("cuda" in lowered or "gpu" in lowered):
         if lowered in {"cpu", "use_cpu", "cpu_only", "force_cpu", "on_cpu"}:
@@ -62,7 +62,7 @@ def flag_name_sign(name: str) -> int:
     return POSITIVE
 
 
-def _names_cuda_feature(name: str) -> bool:
+def names_cuda_feature(name: str) -> bool:
     """Whether a flag's name says it turns on a CUDA-only feature (``use_amp``, ``fp16``)."""
     return bool(CUDA_FEATURE_WORDS.intersection(name.lower().split("_")))
 
@@ -141,7 +141,7 @@ def _unless_on_by_default(flag: cst.BaseExpression, sign: int, flag_default: Opt
     default = flag_default(flag) if sign != NEUTRAL and flag_default is not None else None
     if default is not None and default == (sign == POSITIVE):
         return NEUTRAL
-    if default is None and _names_cuda_feature(_flag_name(flag) or ""):
+    if default is None and names_cuda_feature(_flag_name(flag) or ""):
         return NEUTRAL
     return sign
 

@@ -171,7 +171,7 @@ class FlagDefaults:
                 tree = python_tree()  # CPython's tree of the same source, walked once
             except Unparsable:
                 tree = ast.Module(body=[], type_ignores=[])  # nothing known about any name
-            self._binding_values = _binding_values(tree)
+            self._binding_values = binding_values(tree)
         return self._binding_values
 
     def _passed_default(self, name: str, function: Optional[cst.FunctionDef], klass: Optional[cst.ClassDef]) -> Optional[bool]:
@@ -350,11 +350,12 @@ def string_key(subscript: cst.Subscript) -> Optional[str]:
     return string_value(index.value) if isinstance(index, cst.Index) else None
 
 
-def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
+def binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
     """For each name, attribute name and string key the module binds: HOLDS_AVAILABILITY when every binding
     is one ``=`` of a value implying availability, True or False when every binding is one ``=``
     of that constant, None otherwise (any other binding, a tuple target, an import, a ``def``, a
-    ``with ... as``, or a function parameter of that name). One walk of CPython's tree."""
+    ``with ... as``, or a function parameter of that name). ``("parameter", name)`` is there
+    for every parameter's name. One walk of CPython's tree."""
     verdicts: Dict[Tuple[str, str], object] = {}
 
     def bound(target: ast.expr, value: object) -> None:
@@ -404,6 +405,7 @@ def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
         elif kind is ast.arg:
             parameters.add(node.arg)
     for name in parameters:  # a parameter never holds a check, and its value is the caller's
+        verdicts[("parameter", name)] = True
         key = ("name", name)
         if verdicts.get(key) is not HOLDS_AVAILABILITY:
             verdicts[key] = None

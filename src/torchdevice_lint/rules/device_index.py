@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import INTEGER
-from ..first_stage.triggers import Arguments, Resolved, Tested, Triggers
+from ..first_stage.triggers import Arguments, Refusal, Resolved, Triggers
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, flag_name_sign, is_main_check, names_cuda, refuses
 from ..knowledge.flags import mentions_availability
 from ..knowledge.device_indices import INDEX_NAMES, ddp_device_ids, integer_device
@@ -145,7 +145,7 @@ class CudaRequired(Rule):
         "The fix removes the refusal (an `else: raise` is only pointed out). It is unsafe: the "
         "program then runs on whatever device it finds, which is the point once its other hazards are fixed."
     )
-    triggers = Tested(Resolved(CUDA_AVAILABILITY, calls=True))
+    triggers = Refusal(Resolved(CUDA_AVAILABILITY, calls=True))
     valid = (
         Valid("import torch\n\ndef f(x):\n    if not torch.cuda.is_available():\n        return x\n    return x.cuda()\n"),
         Valid("import torch\nimport pytest\n\ndef test_kernel():\n    if not torch.cuda.is_available():\n        pytest.skip('needs CUDA')\n"),

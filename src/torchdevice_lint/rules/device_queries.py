@@ -10,16 +10,19 @@ arithmetic after them. So these rules read the value's own checks (``if torch.ve
 
 from __future__ import annotations
 
+import ast
 import operator
-from typing import Dict, FrozenSet, Optional
+from typing import Dict, FrozenSet, List, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Resolved
+from ..first_stage.facts import Facts
+from ..first_stage.triggers import Resolved, Unguarded
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
 from ..knowledge.value_checks import assigned_values, combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
+from ..syntax import ast_nodes
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
 
 
@@ -230,6 +233,36 @@ COMPARISONS = {
 }
 
 
+_COUNT_CALLS = Resolved(DEVICE_COUNTS, calls=True)
+_AST_DIVISIONS = (ast.Div, ast.FloorDiv, ast.Mod)
+
+
+def count_divisions(facts: Facts) -> List[ast.AST]:
+    """Where TDV305 may report, silent behind an availability check: a division, modulo or
+    ``divmod`` whose divisor holds a device count call or a name some assignment binds to one.
+    The file's tree is walked only where it calls a device count."""
+    calls = {id(call) for call in _COUNT_CALLS.matching_calls(facts)}
+    if not calls or facts.tree is None:
+        return []
+    counted = set()
+    divisions = []
+    for node in ast.walk(facts.tree):
+        kind = type(node)
+        if kind is ast.BinOp and type(node.op) in _AST_DIVISIONS:
+            divisions.append((node, node.right))
+        elif kind is ast.AugAssign and type(node.op) in _AST_DIVISIONS:
+            divisions.append((node, node.value))
+        elif kind is ast.Call and type(node.func) is ast.Name and node.func.id == "divmod" and len(node.args) == 2:
+            divisions.append((node, node.args[1]))
+        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr) and id(node.value) in calls:
+            targets = node.targets if kind is ast.Assign else [node.target]
+            counted.update(ast_nodes.dotted_name(target) for target in targets)
+    return [
+        division for division, divisor in divisions
+        if any(id(part) in calls or ast_nodes.dotted_name(part) in counted for part in ast.walk(divisor))
+    ]
+
+
 class DeviceCountDivisor(Rule):
     code = "TDV305"
     name = "device-count-divisor"
@@ -256,7 +289,7 @@ class DeviceCountDivisor(Rule):
         "The divisor becomes `max(1, ...)`: with one or more GPUs it is the count as before; "
         "without one the program divides by 1, one device, instead of raising."
     )
-    triggers = Resolved(DEVICE_COUNTS, calls=True)
+    triggers = Unguarded(count_divisions)
     valid = (
         Valid("import torch\nbatch_per_gpu = batch_size * max(1, torch.cuda.device_count())\nn = torch.cuda.device_count()\n"),
         Valid("import torch\nper_gpu = batch // max(1, torch.cuda.device_count())\n"),

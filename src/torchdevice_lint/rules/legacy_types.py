@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Set, Tuple
+import ast
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Placed, Resolved, Triggers
+from ..first_stage.facts import Facts
+from ..first_stage.triggers import Placed, Resolved, Triggers, Unguarded
 from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
+from ..syntax.ast_nodes import dotted_name, last_name
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .support.common import (
@@ -36,6 +39,55 @@ _BEAM = (
 _WAVEGLOW = "import torch\nif spect.type() == 'torch.cuda.HalfTensor':\n    audio = torch.cuda.HalfTensor(spect.size(0)).normal_()\n"
 
 
+_LEGACY = Resolved(CUDA_TENSOR_NAMES)
+_CUDA_MODULE = Resolved(("torch.cuda",))
+#: A file that may hold a legacy CUDA tensor type at all: the name, or ``self.tt = torch.cuda``
+#: with a typed call, or the type's name in a string.
+_MAY_NAME_ONE = _LEGACY | (_CUDA_MODULE & Triggers(calls=tuple(LEGACY_TENSOR_DTYPES))) | Placed(may_name_cuda_tensor_type)
+
+
+def legacy_sites(facts: Facts) -> List[ast.AST]:
+    """Where TDV201 and TDV202 may report, both silent where ``ctx.guarded`` holds: a call of a
+    legacy type; an alias of one (``Tensor = torch.cuda.FloatTensor``, then ``Tensor(n)``) or
+    of ``torch.cuda`` (``self.tt = torch.cuda``); a ``.type(...)`` or ``isinstance`` call given
+    one, its name in a string, or a name some assignment binds to one. The file's tree is walked
+    only where ``_MAY_NAME_ONE`` matches."""
+    if facts.tree is None or not _MAY_NAME_ONE.matches(facts):
+        return []
+
+    def legacy(node: ast.AST) -> bool:
+        dotted = dotted_name(node)
+        return dotted is not None and _LEGACY.resolves(dotted, facts)
+
+    def named(node: ast.AST) -> bool:
+        if type(node) is ast.IfExp:
+            return named(node.body) and named(node.orelse)
+        return legacy(node) or (type(node) is ast.Constant and node.value in CUDA_TENSOR_NAMES)
+
+    sites: List[ast.AST] = []
+    checks: List[Tuple[ast.Call, list]] = []
+    aliases: Set[str] = set()  # names bound to a legacy type (TDV202's ``_names_cuda_types``)
+    for node in ast.walk(facts.tree):
+        kind = type(node)
+        if kind is ast.Call:
+            if legacy(node.func):
+                sites.append(node)
+            elif last_name(node.func) in ("type", "isinstance"):
+                checks.append((node, [*node.args, *(keyword.value for keyword in node.keywords)]))
+        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr) and node.value is not None:
+            if named(node.value):
+                sites.append(node)
+                targets = node.targets if kind is ast.Assign else [node.target]
+                aliases.update(target.id for target in targets if type(target) is ast.Name)
+            elif _CUDA_MODULE.resolves(dotted_name(node.value) or "", facts):
+                sites.append(node)
+    sites.extend(
+        call for call, arguments in checks
+        if any(named(argument) or (type(argument) is ast.Name and argument.id in aliases) for argument in arguments)
+    )
+    return sites
+
+
 class LegacyCudaTensorConstructor(Rule):
     code = "TDV201"
     name = "legacy-cuda-tensor-constructor"
@@ -54,8 +106,7 @@ class LegacyCudaTensorConstructor(Rule):
         "`x.size(n)`, `x.shape[n]`) `torch.empty(sizes, ...)`; any other argument is ambiguous "
         "(data or size) and gets no automatic fix."
     )
-    # ``self.tt = torch.cuda`` then ``self.tt.FloatTensor(size)``: the module, and a typed call
-    triggers = Resolved(CUDA_TENSOR_NAMES) | (Resolved(("torch.cuda",)) & Triggers(calls=tuple(LEGACY_TENSOR_DTYPES)))
+    triggers = Unguarded(legacy_sites)
     valid = (
         Valid("import torch\nx = torch.FloatTensor([1.0, 2.0])\n"),
         Valid("import torch\nx = torch.cuda.FloatTensor(3) if torch.cuda.is_available() else torch.zeros(3)\n"),
@@ -253,7 +304,7 @@ class CudaTensorTypeCast(Rule):
         "`isinstance` checks get a suggestion only: whether the code meant the dtype or the device "
         "cannot be known."
     )
-    triggers = Resolved(CUDA_TENSOR_NAMES) | Placed(may_name_cuda_tensor_type)
+    triggers = Unguarded(legacy_sites)
     valid = (
         Valid("import torch\ny = x.type(torch.FloatTensor)\n"),
         Valid("import torch\nok = isinstance(x, torch.Tensor)\n"),
