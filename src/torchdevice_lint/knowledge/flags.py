@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from typing import Callable, Dict, Optional, Tuple
+from weakref import WeakKeyDictionary
 
 from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import last_name as ast_last_name
@@ -350,7 +351,19 @@ def string_key(subscript: cst.Subscript) -> Optional[str]:
     return string_value(index.value) if isinstance(index, cst.Index) else None
 
 
+#: ``binding_values`` of each tree still in use: the first stage and the LibCST pass ask of the same one.
+_VALUES: "WeakKeyDictionary[ast.Module, Dict[Tuple[str, str], object]]" = WeakKeyDictionary()
+
+
 def binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
+    """``_binding_values(tree)``, read once per tree."""
+    values = _VALUES.get(tree)
+    if values is None:
+        values = _VALUES[tree] = _binding_values(tree)
+    return values
+
+
+def _binding_values(tree: ast.Module) -> Dict[Tuple[str, str], object]:
     """For each name, attribute name and string key the module binds: HOLDS_AVAILABILITY when every binding
     is one ``=`` of a value implying availability, True or False when every binding is one ``=``
     of that constant, None otherwise (any other binding, a tuple target, an import, a ``def``, a

@@ -246,7 +246,7 @@ def count_divisions(facts: Facts) -> List[ast.AST]:
         return []
     counted = set()
     divisions = []
-    for node in ast.walk(facts.tree):
+    for node in ast_nodes.nodes_below(facts.tree):
         kind = type(node)
         if kind is ast.BinOp and type(node.op) in _AST_DIVISIONS:
             divisions.append((node, node.right))
@@ -259,7 +259,7 @@ def count_divisions(facts: Facts) -> List[ast.AST]:
             counted.update(ast_nodes.dotted_name(target) for target in targets)
     return [
         division for division, divisor in divisions
-        if any(id(part) in calls or ast_nodes.dotted_name(part) in counted for part in ast.walk(divisor))
+        if any(id(part) in calls or ast_nodes.dotted_name(part) in counted for part in ast_nodes.nodes_below(divisor))
     ]
 
 

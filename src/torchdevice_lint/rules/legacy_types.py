@@ -10,7 +10,7 @@ from ..first_stage.facts import Facts
 from ..first_stage.triggers import Placed, Resolved, Triggers, Unguarded
 from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
-from ..syntax.ast_nodes import dotted_name, last_name
+from ..syntax.ast_nodes import dotted_name, last_name, nodes_below
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .support.common import (
@@ -67,7 +67,7 @@ def legacy_sites(facts: Facts) -> List[ast.AST]:
     sites: List[ast.AST] = []
     checks: List[Tuple[ast.Call, list]] = []
     aliases: Set[str] = set()  # names bound to a legacy type (TDV202's ``_names_cuda_types``)
-    for node in ast.walk(facts.tree):
+    for node in nodes_below(facts.tree):
         kind = type(node)
         if kind is ast.Call:
             if legacy(node.func):
