@@ -136,6 +136,7 @@ def test_facts_reach_code_in_match_statements():
     assert ("to", "target") in facts.first_arguments
 
 
+_DATASET = "import torch\n{imports}\n\n\nclass Digits({base}):\n    def __init__(self, path):\n        self.data = torch.load(path)\n"
 _GAN_TENSOR = (  # eriklindernoren/PyTorch-GAN@36d3c77 implementations/gan/gan.py:35,115,129
     "import torch\ncuda = True if torch.cuda.is_available() else False\n"
     "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\nvalid = Tensor(4, 1).fill_(1.0)\nreal = imgs.type(Tensor)\n"
@@ -181,6 +182,14 @@ _GAN_TENSOR = (  # eriklindernoren/PyTorch-GAN@36d3c77 implementations/gan/gan.p
         ("TDV501", "import torch\nstate = torch.load(path)\n", True),
         ("TDV501", "from torch import load\nstate = load(f=path)\n", True),
         ("TDV501", "import torch\nstate = torch.load(path, map_location=location)\nlocation = None\n", True),
+        # a map_location never set to None; a dataset's own files (lucidrains/denoising-diffusion-pytorch@
+        # faed4db repaint.py:1067; eriklindernoren/PyTorch-GAN@36d3c77 implementations/cogan/mnistm.py:45)
+        ("TDV501", "import torch\ndevice = torch.device('cpu')\nstate = torch.load(path, map_location=device)\n", False),
+        ("TDV501", _DATASET.format(base="data.Dataset", imports="import torch.utils.data as data"), False),
+        ("TDV501", _DATASET.format(base="Dataset", imports="from torch.utils.data import Dataset"), False),
+        ("TDV501", _DATASET.format(base="Dataset", imports="from mylib import Dataset"), True),
+        ("TDV501", _DATASET.format(base="data.Dataset", imports="import torch.utils.data as data\nimport mylib as data"), True),
+        ("TDV501", _DATASET.format(base="data.Dataset", imports="import torch.utils.data as data") + "state = torch.load(path)\n", True),
         ("TDV102", 'import torch\nif x.device.type == "cuda":\n    y = 1\n', False),
         ("TDV102", 'import torch\nx = x.to("cuda")\n', True),
         ("TDV102", 'import torch\nname = os.environ.get("TORCH_DEVICE", "cuda")\nkind = "cuda_graph"\n', False),

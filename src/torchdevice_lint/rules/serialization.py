@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Resolved
+from ..first_stage.triggers import Unguarded
 from ..model.fixes import Applicability
 from ..project.facts import GIVEN_PATH
 from ..syntax.cst_lazy import cst
@@ -18,6 +17,7 @@ from .support.examples import (
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
     STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
 )
+from .support.load_sites import load_sites
 from .support.loaded_values import loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
     LOADERS,
@@ -43,18 +43,6 @@ from .support.run_order import Branches, branches_of, exclusive, reloaded_after_
 #: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
 #: is missing: what the program did wherever it ran, and the CPU where it raised.
 KEEP_SAVED = 'lambda storage, location: storage if location.startswith("cuda") and not torch.cuda.is_available() else None'
-
-
-def may_lack_map_location(call: ast.Call) -> bool:
-    """The calls ``visit_Call`` looks at further (on CPython's tree, for the first stage): an
-    argument and no unpacking, and a ``map_location`` that is a bare name (maybe None) or
-    absent with at most one positional argument."""
-    if not (call.args or call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    if any(k.arg is None for k in call.keywords):
-        return False
-    location = next((k.value for k in call.keywords if k.arg == "map_location"), None)
-    return isinstance(location, ast.Name) if location is not None else len(call.args) <= 1
 
 
 class LoadWithoutMapLocation(Rule):
@@ -83,7 +71,7 @@ class LoadWithoutMapLocation(Rule):
         'no function: there the fix passes `None if torch.cuda.is_available() else "cpu"`, '
         "unsafe, as a module saved on a Mac's MPS would load to the CPU."
     )
-    triggers = Resolved(LOADERS, calls=True, accepts=may_lack_map_location)
+    triggers = Unguarded(load_sites)
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`

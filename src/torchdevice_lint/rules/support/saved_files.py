@@ -222,11 +222,11 @@ def in_dataset_class(ctx: FileContext) -> bool:
     CUDA tensors and ``pin_memory`` refuses them), so they are saved from the CPU."""
     for scope in reversed(ctx.scopes):
         if isinstance(scope, cst.ClassDef):
-            return any(_dataset_base(ctx.qualname(base.value) or "") for base in scope.bases)
+            return any(dataset_base(ctx.qualname(base.value) or "") for base in scope.bases)
     return False
 
 
-def _dataset_base(name: str) -> bool:
+def dataset_base(name: str) -> bool:
     """torch's, torchvision's and PyG's datasets (``InMemoryDataset`` loads what its own
     ``process()`` collated on this machine)."""
     return name.endswith("Dataset") and name.startswith(
