@@ -4,11 +4,12 @@
 defaults, which only the LibCST pass knows. Some conditions have the same sign whatever those
 are: ``torch.cuda.is_available()`` (any call named ``is_available`` or ``device_count``),
 ``self.cuda_device is not None`` (a name read as a flag, never a flag's default), ``x.is_cuda``,
-a bare name the module's own bindings decide (``NameSigns``), and ``not`` and ``and`` of them. The batched pass only ever adds guard coverage, so what these cover (an
-``if`` branch, a conditional expression's arm, the rest of an ``and``, the body of a
-``def cuda(self)`` override or of a CUDA-skipping test) is guarded for the rules that ask
-``ctx.guarded`` (``first_stage.triggers.Unguarded``): a file whose candidates all stand there is not
-parsed with LibCST for them. What this module cannot read for certain it leaves uncovered.
+a bare name the module's own bindings decide (``NameSigns``), and ``not`` and ``and`` of them.
+The batched pass only ever adds guard coverage, so what these cover (an ``if`` branch, a
+conditional expression's arm, the rest of an ``and``, the body of a ``def cuda(self)`` override
+or of a CUDA-skipping test) is guarded for the rules that ask ``ctx.guarded``
+(``first_stage.triggers.Unguarded``): a file whose candidates all stand there is not parsed
+with LibCST for them. What this module cannot read for certain it leaves uncovered.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from ..knowledge import cst_distributed as distributed_code
 from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
 from ..knowledge.value_checks import assigned_values, combined, runs_only_if
 from ..model.fixes import Applicability
-from ..syntax.cst_lazy import cst
 from ..syntax import ast_nodes
+from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
 
 
