@@ -233,6 +233,10 @@ _GAN_TENSOR = (  # eriklindernoren/PyTorch-GAN@36d3c77 implementations/gan/gan.p
         ("TDV201", "import torch as th\nx = th.cuda.FloatTensor(3)\n", True),
         ("TDV202", 'import torch\n"""Works like torch.cuda.FloatTensor."""\n', False),
         ("TDV202", 'import torch\ny = x.type("torch.cuda.FloatTensor")\n', True),
+        # every part of ``torch.cpu.amp.autocast`` is in the file, none of it resolves to it
+        # (lucidrains/denoising-diffusion-pytorch@faed4db denoising_diffusion_pytorch.py:13,775)
+        ("TDV302", "import torch\nfrom torch.amp import autocast\n\n@autocast('cuda', enabled=False)\ndef f(x):\n    return x.cpu()\n", False),
+        ("TDV302", "from torch.cuda import amp\nscaler = amp.GradScaler()\n", True),
         ("TDV302", "import torch\n\n@torch.cuda.amp.custom_fwd\ndef forward(ctx, x):\n    return x\n", True),
         ("TDV302", "from torch.backends.cuda import sdp_kernel\nwith sdp_kernel(enable_math=False):\n    pass\n", True),
         ("TDV304", "import torch\nv = torch.version.git_version.split('.')\n", False),

@@ -8,6 +8,7 @@ without it, and ``batched.py`` (the LibCST half) is imported for the first file 
 from __future__ import annotations
 
 import gc
+import os
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Type
 
 from ..first_stage.facts import Facts, parse_facts
@@ -56,7 +57,7 @@ class Engine:
         else:
             project = self.projects.facts_for(path)  # reads the project: its trees of the run's files are kept
             facts = parse_facts(source, tree if tree is not None else self.projects.take_tree(path, source))
-            _bring_imports(facts, project)
+            _bring_project(facts, project, path)
         extra_ignores = list(self.settings.ignores_for(path)) if self.settings.per_file_ignores else []
         exempt = noqa.file_exemption(source)
         if exempt == ():
@@ -114,13 +115,14 @@ class Engine:
         return result
 
 
-def _bring_imports(facts: Facts, project: ProjectFacts) -> None:
-    """The torch names the file's imports of the project's modules bring (``from utils import *``
-    binding ``torch``), for the triggers that resolve names through imports, as the LibCST
-    pass resolves them (``FileContext``)."""
+def _bring_project(facts: Facts, project: ProjectFacts, path: str) -> None:
+    """What the project adds to the file's facts for the triggers: the torch names its imports
+    of the project's modules bring (``from utils import *`` binding ``torch``), as the LibCST
+    pass resolves them (``FileContext``), and whether it builds a CUDA-only kernel."""
     for local, name in project.imported.items():
         if local in facts.identifiers:
             facts.imports.setdefault(local, set()).add(name)
+    facts.builds_cuda_kernel = bool(project.cuda_kernels) and bool(project.cuda_kernels.get(os.path.abspath(path)))
 
 
 def _libcst_half():

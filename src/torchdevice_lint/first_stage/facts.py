@@ -99,6 +99,9 @@ class Facts:
     tree: Optional[ast.Module] = None
     #: The device inference of the file, once a trigger asked for it.
     inference: Optional["FileInference"] = None
+    #: Whether the project model found a CUDA-only kernel the file builds (``ProjectFacts.cuda_kernels``;
+    #: never for a file judged without its project).
+    builds_cuda_kernel: bool = False
 
     def devices(self) -> Dict[str, List[ast.expr]]:
         """``device_strings``, with the strings a bare name's call is given where an import

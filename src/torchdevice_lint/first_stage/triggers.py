@@ -275,5 +275,16 @@ class Inferred(Trigger):
         return self.accepts(facts.inferred())
 
 
+class BuildsCudaKernel(Trigger):
+    """The project model found a CUDA-only kernel the file builds (``Facts.builds_cuda_kernel``):
+    for a rule that reports such builds and nothing else."""
+
+    def __repr__(self) -> str:
+        return "BuildsCudaKernel()"
+
+    def matches(self, facts: Facts) -> bool:
+        return facts.builds_cuda_kernel
+
+
 #: Matches every file: the default for a rule that declares nothing.
 EVERY_FILE: Trigger = _AllOf(())

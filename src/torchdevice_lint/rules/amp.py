@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Triggers
+from ..first_stage.triggers import Resolved, Triggers
 from ..model.fixes import Applicability, ImportSpec, needs_target
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import import_aliases, source_of
@@ -126,7 +126,9 @@ class CudaAmpApi(Rule):
         "from 1.12 (`torch.autocast` for 1.10 and 1.11), `GradScaler` from 2.3, `custom_fwd`/"
         "`custom_bwd` from 2.4, `sdpa_kernel` from 2.4; below that the fix is a suggestion only."
     )
-    triggers = Triggers(names=[*REPLACEMENTS, SDP_KERNEL])
+    # the names' parts anywhere (cheap), then a reference that resolves to one: ``.cpu()`` and
+    # ``from torch.amp import autocast`` hold every part of ``torch.cpu.amp.autocast``
+    triggers = Triggers(names=[*REPLACEMENTS, SDP_KERNEL]) & Resolved([*REPLACEMENTS, SDP_KERNEL])
     valid = (
         Valid('import torch\nwith torch.amp.autocast("cuda"):\n    pass\n'),
         Valid('import torch\nscaler = torch.amp.GradScaler("cuda")\n'),

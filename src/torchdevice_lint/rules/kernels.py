@@ -5,7 +5,7 @@ in the code that drives the kernel, which the project model finds (``project/ker
 from __future__ import annotations
 
 from ..engine.rule import Invalid, Rule, Valid
-from ..first_stage.triggers import Resolved
+from ..first_stage.triggers import BuildsCudaKernel, Resolved
 from ..project.kernels import cuda_class_names
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
@@ -47,7 +47,8 @@ class CudaOnlyExtension(Rule):
     offers_fix = False
     fix_safety_note = "There is no fix: a CPU implementation of the kernel is the project's to write."
     # a build through a name bound to the class (``extension = CUDAExtension``) needs its import
-    triggers = Resolved(CUDA_BUILDS, calls=True) | Resolved(("torch.utils.cpp_extension.CUDAExtension",))
+    # only a build the project model found CUDA-only (a file without its project has none)
+    triggers = BuildsCudaKernel() & (Resolved(CUDA_BUILDS, calls=True) | Resolved(("torch.utils.cpp_extension.CUDAExtension",)))
     valid = (
         # the wrapper falls back to native code on the CPU: the kernel is not CUDA-only
         Valid(KERNEL_WITH_FALLBACK, files={"test_fused.py": "from example import fused_act\n\n\ndef test_cpu():\n    fused_act(torch.randn(4))\n"}),
