@@ -17,11 +17,12 @@ import libcst as cst
 from ..inference import FileInference
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
+from ..knowledge import value_checks
 from ..knowledge.flags import mentions_availability
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
 from ..syntax.ast_parse import Unparsable
-from ..syntax.cst_nodes import child_blocks, dotted_name, last_name, string_value
+from ..syntax.cst_nodes import child_blocks, dotted_name, last_name, parameter_names, string_value
 from ..syntax.cst_walk import LEAF_TYPES, TRIVIA_TYPES, nodes_of, walk
 from ..syntax.positions import node_positions
 from . import noqa
@@ -174,14 +175,24 @@ class _BatchedPass(cst.CSTVisitor):
                 self._guard(node.body if sign == guards.POSITIVE else node.orelse, distributed=True)
 
     def _loop(self, node: cst.For) -> None:
-        """``for i in range(torch.cuda.device_count()):`` runs its body once per GPU: never without one."""
+        """``for i in range(torch.cuda.device_count()):`` runs its body once per GPU: never
+        without one; so does ``range(n)`` after ``n = torch.cuda.device_count()``, the only
+        binding of ``n`` in its function (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1342-1345)."""
         counted = node.iter
         if (
             isinstance(counted, cst.Call) and isinstance(counted.func, cst.Name) and counted.func.value == "range"
-            and len(counted.args) == 1 and isinstance(counted.args[0].value, cst.Call)
-            and last_name(counted.args[0].value.func) == "device_count"
+            and len(counted.args) == 1 and self._counts_gpus(counted.args[0].value)
         ):
             self._guard(node.body)
+
+    def _counts_gpus(self, count: cst.BaseExpression) -> bool:
+        if isinstance(count, cst.Call):
+            return last_name(count.func) == "device_count"
+        function = self.ctx.enclosing_function()
+        if not isinstance(count, cst.Name) or function is None or count.value in parameter_names(function):
+            return False
+        values = value_checks.assigned_values(function).get(count.value)
+        return bool(values) and all(isinstance(value, cst.Call) and last_name(value.func) == "device_count" for value in values)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:
         sign = self.ctx.classify(node.left)

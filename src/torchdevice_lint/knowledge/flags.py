@@ -20,7 +20,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.ast_nodes import last_name as ast_last_name
 from ..syntax.ast_nodes import nodes_below
 from ..syntax.ast_parse import Unparsable
-from ..syntax.cst_nodes import defined_method, last_name, string_value
+from ..syntax.cst_nodes import defined_method, last_name, parameter_names, string_value
 from .project_facts import ProjectFacts, compare
 
 AVAILABILITY_WORDS = ("is_available", "device_count")
@@ -137,7 +137,7 @@ class FlagDefaults:
                 return True
             key = ("attribute", flag.attr.value)
         elif isinstance(flag, cst.Name):
-            if function is not None and flag.value in _parameter_names(function) and not _rebound_first(function, flag.value):
+            if function is not None and flag.value in parameter_names(function) and not _rebound_first(function, flag.value):
                 return False
             key = ("name", flag.value)
         else:
@@ -294,13 +294,6 @@ def accepting(function: cst.FunctionDef, positional: int) -> Callable[..., bool]
         )
 
     return accepts
-
-
-def _parameter_names(function: cst.FunctionDef) -> set:
-    params = function.params
-    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return {param.name.value for param in named + starred}
 
 
 def _implies_availability(value: ast.expr) -> bool:

@@ -21,8 +21,8 @@ from functools import lru_cache
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 from ..syntax.cst_lazy import cst
+from ..syntax.cst_nodes import parameter_names
 from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
-from .flags import _parameter_names
 from .project_facts import ProjectFacts
 
 #: A value known at the defaults: ``(value, whether a device option decided it)``; None: unknown.
@@ -148,7 +148,7 @@ class OptionValues:
         """A constant, or a name bound by one assignment in ``scope`` (a parameter is unknown)."""
         if name in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name], False
-        if depth == 0 or isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope):
+        if depth == 0 or isinstance(scope, cst.FunctionDef) and name in parameter_names(scope):
             return None
         values = self.assigned(scope).get(name, ())
         if len(values) != 1 or values[0] is None:

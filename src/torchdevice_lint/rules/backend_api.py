@@ -90,6 +90,7 @@ RAISING_CALLS = Resolved(
 # ("-1") by default, in another module: code on its other branch runs only where the user names GPUs
 VISIBLE_GPUS = {"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-visible_gpus', default='-1', type=str)\n"}
 _SET_DEVICE = "import torch\n\ndef train(args):\n    if args.{} != '-1':\n        torch.cuda.set_device(0)\n"
+_WARM_UP = "import torch\n\ndef warm_up(num):\n    for i in range(num):\n        {}\n"
 #: TDV101's and TDV102's examples of the same option (placement.py has no room left).
 ASKED_FOR_GPUS = (
     Valid("def restore(args, state):\n    if args.visible_gpus != '-1':\n        state = state.cuda()\n    return state\n", files=VISIBLE_GPUS),
@@ -148,6 +149,8 @@ class UnguardedCudaApi(Rule):
               files={"train.py": "from example import Parallel\n"}),
         # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
         Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
+        # the count named first (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1342-1345)
+        Valid("import torch\n\ndef gpu_memory():\n    num = torch.cuda.device_count()\n    for i in range(num):\n        torch.cuda.mem_get_info(i)\n"),
         Valid("from numba import cuda\ncuda.synchronize()\n"),
         Valid("import torch\n\ndef t(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n"),
         Valid(
@@ -186,6 +189,8 @@ class UnguardedCudaApi(Rule):
                 "        if torch.cuda.is_available():\n            torch.cuda.synchronize()\n"
             ),
         ),
+        # a count the caller passes may be any number
+        Invalid(_WARM_UP.format("torch.cuda.synchronize(i)"), fixed=_WARM_UP.format("if torch.cuda.is_available():\n            torch.cuda.synchronize(i)")),
         Invalid(
             "import torch\n\ndef step():\n    torch.cuda.synchronize()  # wait for kernels\n",
             fixed="import torch\n\ndef step():\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()  # wait for kernels\n",

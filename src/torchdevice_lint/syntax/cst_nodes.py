@@ -86,6 +86,14 @@ def source_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
+def parameter_names(function: cst.FunctionDef) -> set:
+    """Every name the function's parameters bind, ``*args`` and ``**kwargs`` included."""
+    params = function.params
+    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return {param.name.value for param in named + starred}
+
+
 def defined_method(klass: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
     """The method ``name`` a class body defines itself (not one it inherits), or None."""
     return next((s for s in klass.body.body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)

@@ -14,7 +14,7 @@ from ...knowledge.cst_guards import NEGATIVE, POSITIVE
 from ...knowledge.torch_releases import has, lacking, no_fix_note, torch_names
 from ...model.fixes import Applicability, Fix
 from ...syntax.cst_lazy import cst
-from ...syntax.cst_nodes import last_name, source_of, string_value
+from ...syntax.cst_nodes import last_name, parameter_names, source_of, string_value
 
 if TYPE_CHECKING:
     from ...engine.context import FileContext
@@ -327,7 +327,7 @@ def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
         return False
     name = receiver.value
     scope = ctx.enclosing_function() or ctx.module
-    if isinstance(scope, cst.FunctionDef) and name in _parameter_names(scope.params):
+    if isinstance(scope, cst.FunctionDef) and name in parameter_names(scope):
         return False
     made = [value for value in ctx.assigned_values(scope).get(name, ()) if not _moved_itself(value, name)]
     arms = [arm for value in made for arm in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
@@ -344,12 +344,6 @@ def _own_method(ctx, receiver: cst.BaseExpression, method: str) -> bool:
     if klass is None or any(last_name(base.value) != "object" for base in klass.bases):
         return False
     return any(isinstance(statement, cst.FunctionDef) and statement.name.value == method for statement in klass.body.body)
-
-
-def _parameter_names(params: cst.Parameters) -> set:
-    listed = [*params.posonly_params, *params.params, *params.kwonly_params]
-    listed += [star for star in (params.star_arg, params.star_kwarg) if isinstance(star, cst.Param)]
-    return {param.name.value for param in listed}
 
 
 def _moved_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
