@@ -205,7 +205,7 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
                 if isinstance(operator, cst.NotEqual) and count == 0:
                     return POSITIVE
             return NEUTRAL
-    sign = _compare_device_string(_tensor_type(left, right) or _tensor_type(right, left))
+    sign = _compare_device_string(_tensor_type(left, right, qualname) or _tensor_type(right, left, qualname))
     for side in (left, right):
         sign = sign or _compare_device_string(_device_string(side, qualname)) or _compare_device_collection(side)
     if sign == NEUTRAL:
@@ -217,12 +217,19 @@ def _classify_comparison(test: cst.Comparison, qualname: QualName) -> int:
     return NEUTRAL
 
 
-def _tensor_type(call: cst.BaseExpression, name: cst.BaseExpression) -> Optional[str]:
-    """``x.type() == 'torch.cuda.HalfTensor'`` tests the device: "cuda" for a ``torch.cuda.``
-    type, "cpu" for another ``torch.`` one (WaveGlow's glow.py, xcmyz/FastSpeech@1e1a61b :265)."""
-    if not (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type"):
+def _tensor_type(call: cst.BaseExpression, name: cst.BaseExpression, qualname: QualName) -> Optional[str]:
+    """``x.type() == 'torch.cuda.HalfTensor'`` and ``type(x) is torch.cuda.FloatTensor`` test the
+    device: "cuda" for a ``torch.cuda.`` type, "cpu" for another ``torch.`` one (WaveGlow's
+    glow.py, xcmyz/FastSpeech@1e1a61b :265, Shen-Lab/GraphCL@b4d7501
+    adversarialRobustness_Component/code/common/graph_embedding.py:104,168)."""
+    if not isinstance(call, cst.Call):
         return None
-    kind = string_value(name)
+    if not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type":
+        kind = string_value(name)
+    elif isinstance(call.func, cst.Name) and call.func.value == "type" and len(call.args) == 1 and not call.args[0].keyword:
+        kind = qualname(name)
+    else:
+        return None
     if kind is None or not kind.startswith("torch.") or not kind.endswith("Tensor"):
         return None
     return "cuda" if kind.startswith("torch.cuda.") else "cpu"

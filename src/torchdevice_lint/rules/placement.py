@@ -69,10 +69,10 @@ class CudaMethodCall(Rule):
         *DEAD_HELPERS,  # nested helpers nothing names
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
-        # only a tensor already on CUDA takes this branch (TDV202 reports the check itself)
+        # only a tensor already on CUDA takes these branches (TDV202 reports `isinstance`; `type(x) is`: Shen-Lab/GraphCL@b4d7501 graph_embedding.py:104)
         Valid(
-            "import torch\n\ndef pad(out, zeros):\n    if isinstance(out.data, torch.cuda.FloatTensor):\n"
-            "        zeros = zeros.cuda()\n    return torch.cat([out.data, zeros], dim=1)\n"
+            "import torch\n\ndef pad(out, zeros, feat):\n    if isinstance(out.data, torch.cuda.FloatTensor):\n        zeros = zeros.cuda()\n"
+            "    if type(feat) is torch.cuda.FloatTensor:\n        feat = feat.cuda()\n    return torch.cat([out.data, zeros, feat], dim=1)\n"
         ),
         # a function that calls a collective (it raises without a process group) is distributed
         Valid("import torch\nimport torch.distributed as dist\n\ndef sync_loss(loss):\n    total = loss.detach().cuda()\n    dist.all_reduce(total)\n    return total\n"),
