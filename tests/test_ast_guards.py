@@ -29,6 +29,11 @@ CONDITIONS = [
     "use_cuda",
     "args.cuda",
     "device.type == 'cuda'",
+    "prefetch_mode == 'cuda'",
+    "args.device != 'cpu'",
+    "'cuda:0' == dev",
+    "x.device.type == 'cpu'",
+    "mode == 'mps'",
     "torch.cuda.is_initialized()",
     "isinstance(x, torch.cuda.FloatTensor)",
     "torch.cuda.device_count() > 1",
@@ -51,8 +56,16 @@ def test_a_sign_read_for_certain_is_what_classify_gives_with_any_imports_and_fla
 
 
 def test_conditions_that_depend_on_flags_or_imports_are_not_read_for_certain():
-    for condition in ("use_cuda", "args.cuda", "not use_cuda", "torch.cuda.is_initialized()", "device.type == 'cuda'"):
+    for condition in ("use_cuda", "args.cuda", "not use_cuda", "torch.cuda.is_initialized()"):
         assert sign(ast.parse(condition, mode="eval").body) is None
+
+
+def test_a_value_compared_with_a_device_string_is_the_device_in_use():
+    # Restormer's CUDAPrefetcher is built only under ``elif prefetch_mode == 'cuda':``
+    # (swz30/Restormer@df766d5 basicsr/train.py:195), as the batched pass reads it
+    for condition, expected in (("prefetch_mode == 'cuda'", guards.POSITIVE), ("args.device != 'cpu'", guards.POSITIVE), ("x.device.type == 'cpu'", guards.NEGATIVE)):
+        assert sign(ast.parse(condition, mode="eval").body) == expected
+    assert sign(ast.parse("mode == 'mps'", mode="eval").body) is None  # other backends: the LibCST pass's to read
 
 
 @pytest.mark.parametrize(

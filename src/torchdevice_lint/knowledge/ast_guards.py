@@ -52,12 +52,30 @@ def sign(test: ast.expr, names: Optional[NameSigns] = None) -> Sign:
         if type(right) is ast.Constant and right.value is None:
             flag = guards.flag_name_sign(last_name(test.left) or "")
             return flag if type(test.ops[0]) is ast.IsNot else -flag
+    if kind is ast.Compare and len(test.ops) == 1 and type(test.ops[0]) in (ast.Eq, ast.NotEq):
+        compared = _device_string_sign(test.left, test.comparators[0])
+        if compared is not None:
+            return compared if type(test.ops[0]) is ast.Eq else -compared
     if kind is ast.Name or kind is ast.Attribute:
         tested = last_name(test)
         if tested == "is_cuda" or tested in BACKEND_TENSOR_FLAGS:
             return guards.POSITIVE  # a tensor's own flag
         if kind is ast.Name and names is not None:
             return names(test.id)
+    return None
+
+
+def _device_string_sign(left: ast.expr, right: ast.expr) -> Sign:
+    """``prefetch_mode == "cuda"``, ``args.device != "cpu"``: a value compared with a CUDA device
+    string (or "gpu") is the device in use, as ``cst_guards`` reads it, whatever the value is;
+    with "cpu", the other way. Other backends' strings are left to the LibCST pass."""
+    if any(type(side) is ast.Call and last_name(side.func) in ("is_available", "device_count") for side in (left, right)):
+        return None
+    for side in (left, right):
+        if type(side) is ast.Constant and type(side.value) is str:
+            if side.value.startswith("cuda") or side.value == "gpu":
+                return guards.POSITIVE
+            return guards.NEGATIVE if side.value == "cpu" else None
     return None
 
 

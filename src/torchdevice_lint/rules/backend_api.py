@@ -91,6 +91,7 @@ RAISING_CALLS = Resolved(
 VISIBLE_GPUS = {"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-visible_gpus', default='-1', type=str)\n"}
 _SET_DEVICE = "import torch\n\ndef train(args):\n    if args.{} != '-1':\n        torch.cuda.set_device(0)\n"
 _WARM_UP = "import torch\n\ndef warm_up(num):\n    for i in range(num):\n        {}\n"
+_PREFETCHER = "import torch\n\nclass CUDAPrefetcher:\n    def __init__(self, loader):\n        self.stream = torch.cuda.Stream()\n"
 #: TDV101's and TDV102's examples of the same option (placement.py has no room left).
 ASKED_FOR_GPUS = (
     Valid("def restore(args, state):\n    if args.visible_gpus != '-1':\n        state = state.cuda()\n    return state\n", files=VISIBLE_GPUS),
@@ -149,8 +150,9 @@ class UnguardedCudaApi(Rule):
               files={"train.py": "from example import Parallel\n"}),
         # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
         Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
-        # the count named first (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1342-1345)
-        Valid("import torch\n\ndef gpu_memory():\n    num = torch.cuda.device_count()\n    for i in range(num):\n        torch.cuda.mem_get_info(i)\n"),
+        # built only where the config asks for CUDA (swz30/Restormer@df766d5 basicsr/train.py:195)
+        Valid(_PREFETCHER, files={"train.py": "from example import CUDAPrefetcher\n\ndef train(opt, loader):\n    if opt.get('prefetch_mode') == 'cuda':\n        return CUDAPrefetcher(loader)\n"}),
+        Valid("import torch\n\ndef gpu_memory():\n    num = torch.cuda.device_count()\n    for i in range(num):\n        torch.cuda.mem_get_info(i)\n"),  # a count named first (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1345)
         Valid("from numba import cuda\ncuda.synchronize()\n"),
         Valid("import torch\n\ndef t(x):\n    if x.is_cuda:\n        torch.cuda.synchronize()\n"),
         Valid(
