@@ -125,3 +125,15 @@ def test_a_method_of_a_model_named_like_the_worker_does_not_call_it(tmp_path):
     assert codes(tmp_path, {"train.py": worker, "models.py": models}, "train.py") == []
     assert codes(tmp_path, {"train.py": worker, "init.py": init, "models.py": models}, "train.py") == []
     assert codes(tmp_path, {"train.py": worker, "other.py": "import train\ntrain.train(0, None)\n"}, "train.py") == ["TDV101"]
+
+
+def test_a_helper_called_after_a_device_test_in_an_and_is_judged_guarded(tmp_path):
+    # NVlabs/stylegan3@c233a91 torch_utils/ops/upfirdn2d.py:160: ``_init()`` (which builds the
+    # plugin and asks the GPU's name) runs only once the input is known to be on CUDA
+    helper = "import torch\n\n\ndef init_plugin():\n    return torch.cuda.get_device_name()\n"
+    caller = (
+        "from utils import init_plugin\n\n\ndef op(x, impl='cuda'):\n"
+        "    if impl == 'cuda' and x.device.type == 'cuda' and init_plugin():\n        return x\n    return x\n"
+    )
+    assert codes(tmp_path, {"utils.py": helper, "ops.py": caller}) == []
+    assert codes(tmp_path, {"utils.py": helper, "ops.py": caller.replace("impl == 'cuda' and x.device.type == 'cuda'", "x.ndim == 4")}) == ["TDV301"]

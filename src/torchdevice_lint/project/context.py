@@ -38,6 +38,8 @@ class ContextReader:
     def __init__(self) -> None:
         #: The ``if`` statements and conditional expressions.
         self.conditions: List[ast.AST] = []
+        #: The ``and`` operations: what follows an operand that proves CUDA runs only with it.
+        self.conjunctions: List[ast.BoolOp] = []
         #: Name -> whether every ``=`` binding it is a device test (``cuda = device.type != "cpu"``).
         self._device_tests: Dict[str, bool] = {}
         #: Name -> the classes its ``=`` bindings construct (None: bound to something else too).
@@ -86,6 +88,11 @@ class ContextReader:
         a device test, or one the function rebound with an availability test above)."""
         devices = {name for name, test in self._device_tests.items() if test and name not in self._parameters}
         spans = [_body_span(node) for node in self.conditions if _proves_cuda(node.test, devices | self._proven_at(node))]
+        for node in self.conjunctions:  # ``x.device.type == "cuda" and _init()`` (NVlabs/stylegan3@c233a91 torch_utils/ops/upfirdn2d.py:160)
+            proven = devices | self._proven_at(node)
+            first = next((index for index, value in enumerate(node.values[:-1]) if _proves_cuda(value, proven)), None)
+            if first is not None:
+                spans.append(_span(node.values[first + 1:]))
         return Coverage(spans + self._after_exits)
 
     def _proven_at(self, node: ast.AST) -> Set[str]:

@@ -98,7 +98,7 @@ _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 #: Every node type the walk reads.
-_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Assign, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
 
 
 
@@ -160,6 +160,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             elif kind in _CONDITIONS:
                 kernels.read_test(node)
                 context.conditions.append(node)
+            elif kind is ast.BoolOp:
+                if type(node.op) is ast.And:
+                    context.conjunctions.append(node)
             elif kind in _BINDINGS:
                 read_node(node, calls, known)
     for path_name, root in named_saves:
