@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
+from ..knowledge.cst_guards import POSITIVE, flag_name_sign
 from ..knowledge.file_names import bound_file_names, file_names
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
@@ -426,10 +427,15 @@ def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> 
                     facts.rebound.append(name)
                 if available is None:
                     available = _holds_availability(assign.value)
-                if not available:
-                    plainly.add(name)
+                if not available and not (_false(assign.value) and flag_name_sign(name) == POSITIVE):
+                    plainly.add(name)  # ``args.use_gpu = False`` (LTSF-Linear run_stat.py:49) holds with no CUDA too
                 elif name not in facts.availability_rebound:
                     facts.availability_rebound.append(name)
+
+
+def _false(value: ast.expr) -> bool:
+    """``False``, ``0`` or ``None``: a flag so set is off wherever it is read."""
+    return type(value) is ast.Constant and value.value in (False, None) and type(value.value) is not str
 
 
 def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:
