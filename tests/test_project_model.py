@@ -48,6 +48,18 @@ def test_scripts_disagreeing_on_an_option_give_a_module_the_default_of_its_impor
     assert codes(gan, Projects()) == []  # imported by both: the default is unknown, the flag a guard
 
 
+def test_a_stale_script_turning_the_option_off_does_not_make_it_a_guard(tmp_path):
+    # black0017/MedicalZooPytorch@8f40dab lib/visual3D_temp/viz_old.py:55 sets args.cuda = False;
+    # --cuda is on by default in every training script: their `if args.cuda:` guards nothing
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--cuda', action='store_true', default=True)\n"
+        "args = parser.parse_args()\nif args.cuda:\n    model = model.cuda()\n"
+    )
+    (tmp_path / "viz_old.py").write_text("def viz(args):\n    args.cuda = False\n")
+    assert codes(train, Projects()) == ["TDV101"]
+
+
 def test_a_file_judged_alone_keeps_the_flag_as_a_guard(tmp_path):
     assert codes(project(tmp_path, "True")) == []
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..inference.seeds import SEED_METHODS, Seeds
 from ..inference.vocabulary import FLOAT64_NAMES
@@ -93,6 +93,8 @@ class Facts:
     asserts: List[ast.Assert] = field(default_factory=list)
     #: What those checks cover, once a trigger asked (``surely_guarded``).
     coverage: Optional["Coverage"] = None
+    #: ``triggers.Unguarded``'s candidates by the function that found them.
+    candidates: Dict[Callable[["Facts"], Iterable[ast.AST]], Tuple[ast.AST, ...]] = field(default_factory=dict)
     #: The text itself, for what the tree does not hold (comments).
     source: str = ""
     #: The tree, for the device inference (``Inferred``).

@@ -84,11 +84,14 @@ def module_name_signs(tree: ast.Module) -> NameSigns:
     a parameter of that name, and every binding of it is an availability check
     (``cuda = torch.cuda.is_available()``), or each is the same constant, or none is a
     constant or a copied option (then the name's own words decide: ``if use_cuda:``)."""
-    verdicts = binding_values(tree)
+    verdicts: Optional[dict] = None  # the module's bindings, read once a bare name is tested
     known: Dict[str, Sign] = {}
 
     def name_sign(name: str) -> Sign:
+        nonlocal verdicts
         if name not in known:
+            if verdicts is None:
+                verdicts = binding_values(tree)
             known[name] = _name_sign(name, verdicts)
         return known[name]
 

@@ -17,7 +17,6 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
-from ..knowledge.cst_guards import POSITIVE, flag_name_sign
 from ..knowledge.file_names import bound_file_names, file_names
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
@@ -418,24 +417,27 @@ def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> 
     for target in assign.targets:
         if type(target) is ast.Name:
             continue  # most targets: a name holds no attribute
-        for node in ast.walk(target):
-            if type(getattr(node, "ctx", None)) is not ast.Store:
-                continue
+        for node in _stored(target):
             name = node.attr if type(node) is ast.Attribute else copied_option(node) if type(node) is ast.Subscript else None
             if name is not None and about_devices(name):
                 if name not in facts.rebound:
                     facts.rebound.append(name)
                 if available is None:
                     available = _holds_availability(assign.value)
-                if not available and not (_false(assign.value) and flag_name_sign(name) == POSITIVE):
-                    plainly.add(name)  # ``args.use_gpu = False`` (LTSF-Linear run_stat.py:49) holds with no CUDA too
+                if not available:
+                    plainly.add(name)
                 elif name not in facts.availability_rebound:
                     facts.availability_rebound.append(name)
 
 
-def _false(value: ast.expr) -> bool:
-    """``False``, ``0`` or ``None``: a flag so set is off wherever it is read."""
-    return type(value) is ast.Constant and value.value in (False, None) and type(value.value) is not str
+def _stored(target: ast.expr) -> List[ast.expr]:
+    """What an assignment target stores into: itself, or the elements of a tuple or list
+    (``*rest`` too), as deep as they go (what ``ast.walk`` finds in the ``Store`` context)."""
+    if type(target) in (ast.Tuple, ast.List):
+        return [stored for element in target.elts for stored in _stored(element)]
+    if type(target) is ast.Starred:
+        return _stored(target.value)
+    return [target]
 
 
 def _read_copy(target: ast.expr, value: ast.expr, facts: ModuleFacts) -> None:
