@@ -8,6 +8,7 @@ from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
+from ..knowledge import value_checks
 from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
@@ -53,6 +54,12 @@ _STORE_TRUE = (
     "import argparse\nfrom example import Trainer\nfrom loader import Loader\n\nparser = argparse.ArgumentParser()\n"
     "parser.add_argument('--use_gpu', action='store_true')\nopt = parser.parse_args()\n"
 )
+#: swz30/Restormer@df766d5 basicsr/utils/dist_util.py:10-25: the default of the caller's parameter.
+_MMCV_INIT = (
+    "import torch\nimport torch.distributed as dist\n\ndef init_dist(launcher, backend={}):\n    if launcher == 'pytorch':\n"
+    "        _init_pytorch(backend)\n\ndef _init_pytorch(backend):\n    dist.init_process_group(backend=backend)\n"
+)
+_SETUP = "import torch\nimport torch.distributed as dist\n\ndef setup(rank, backend={}):\n    dist.init_process_group(backend, rank=rank)\n"
 
 
 class HardcodedDistributedBackend(Rule):
@@ -149,6 +156,9 @@ class HardcodedDistributedBackend(Rule):
         Valid(_ON_CPU, files={"README.py": "import torch\n"}),
     )
     invalid = (
+        # a default that reaches the process group, directly or through the caller's parameter (mmcv's dist_utils)
+        Invalid(_MMCV_INIT.format("'nccl'"), fixed=_MMCV_INIT.format("'nccl' if torch.cuda.is_available() else 'gloo'")),
+        Invalid(_SETUP.format("'nccl'"), fixed=_SETUP.format("'nccl' if torch.cuda.is_available() else 'gloo'")),
         Invalid(
             _ON_CPU.replace("default=True", "default=False"),
             fixed=_ON_CPU.replace("default=True", "default=False").replace(
@@ -306,6 +316,13 @@ class HardcodedDistributedBackend(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._workers: Optional[FrozenSet[str]] = None
+        #: The parameter defaults found to reach a process group, reported once the walk is
+        #: done: they stand elsewhere in the module, and two starts may share one.
+        self._defaults: dict = {}
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for literal in self._defaults.values():
+            self._report(literal, literal)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.availability_guarded or self._under_several_gpus() or self._in_worker_per_gpu():
@@ -346,6 +363,9 @@ class HardcodedDistributedBackend(Rule):
             assigned = self._assigned_value(dotted_name(value))
             for literal in self._unchecked_literals(assigned) if assigned is not None else ():
                 self._report(value, literal, nested=literal is not assigned)
+            if assigned is None and isinstance(value, cst.Name):
+                for literal in self._parameter_defaults(value.value):
+                    self._defaults.setdefault(id(literal), literal)
         else:
             for literal in self._unchecked_literals(value):
                 self._report(literal if literal is not value else value, literal, nested=literal is not value)
@@ -362,6 +382,34 @@ class HardcodedDistributedBackend(Rule):
             arms = [arm for arm, proven in ((value.body, guards.POSITIVE), (value.orelse, guards.NEGATIVE)) if sign != proven]
             return [literal for arm in arms for literal in self._unchecked_literals(arm)]
         return [value] if _device_only_backend(value) else []
+
+    def _parameter_defaults(self, name: str) -> List[cst.SimpleString]:
+        """The device-only backend a parameter ``name`` of the enclosing function defaults to,
+        where nothing in it binds the name again: its own default, or the default of the
+        caller's parameter every call in the module passes to it (mmcv's ``init_dist(launcher,
+        backend='nccl')`` calling ``_init_dist_pytorch(backend)``: swz30/Restormer@df766d5
+        basicsr/utils/dist_util.py:10-25, Pang-Yatian/Point-MAE@7445a68 utils/dist_utils.py:9)."""
+        from ..syntax.cst_walk import nodes_of  # it imports LibCST, which only this pass has loaded
+
+        function = self.ctx.enclosing_function()
+        if function is None or name in value_checks.assigned_values(function):
+            return []
+        param = next((p for p in _parameters(function) if p.name.value == name), None)
+        if param is None:
+            return []
+        if param.default is not None:
+            return [param.default] if _device_only_backend(param.default) else []
+        found = []
+        for caller in self.ctx.module.body:
+            if not isinstance(caller, cst.FunctionDef) or caller is function:
+                continue
+            for call in nodes_of(caller, cst.Call):
+                if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
+                    passed = _passed_to(call, function, param)
+                    outer = next((p for p in _parameters(caller) if isinstance(passed, cst.Name) and p.name.value == passed.value), None)
+                    if outer is not None and outer.default is not None and _device_only_backend(outer.default):
+                        found.append(outer.default)
+        return found
 
     def _assigned_value(self, name: str) -> Optional[cst.BaseExpression]:
         """The value of the only assignment ``name = "nccl"`` (``args.backend = "nccl"``)
@@ -401,6 +449,22 @@ class HardcodedDistributedBackend(Rule):
             title = "Ask torch for the device's backend: `torch.distributed.get_default_backend_for_device(...)`"
         fix = self.make_fix({literal: lambda _: replacement}, message=title, imports=self.ctx.torch_imports())
         self.report(reported, message, fix)
+
+
+def _parameters(function: cst.FunctionDef) -> List[cst.Param]:
+    params = function.params
+    return [*params.posonly_params, *params.params, *params.kwonly_params]
+
+
+def _passed_to(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.BaseExpression]:
+    """The argument ``call`` gives ``param`` of ``function``: by keyword, or by position."""
+    named = keyword(call, param.name.value)
+    if named is not None:
+        return named.value
+    ordered = [*function.params.posonly_params, *function.params.params]
+    index = next((i for i, p in enumerate(ordered) if p is param), None)
+    given = positional(call)
+    return given[index].value if index is not None and index < len(given) and not given[index].star else None
 
 
 def _device_only_backend(node: cst.BaseExpression) -> Optional[str]:
