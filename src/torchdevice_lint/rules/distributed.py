@@ -385,10 +385,11 @@ class HardcodedDistributedBackend(Rule):
 
     def _parameter_defaults(self, name: str) -> List[cst.SimpleString]:
         """The device-only backend a parameter ``name`` of the enclosing function defaults to,
-        where nothing in it binds the name again: its own default, or the default of the
-        caller's parameter every call in the module passes to it (mmcv's ``init_dist(launcher,
+        where nothing in it binds the name again: its own default, or the default of a
+        parameter of a top-level function that passes it on (mmcv's ``init_dist(launcher,
         backend='nccl')`` calling ``_init_dist_pytorch(backend)``: swz30/Restormer@df766d5
-        basicsr/utils/dist_util.py:10-25, Pang-Yatian/Point-MAE@7445a68 utils/dist_utils.py:9)."""
+        basicsr/utils/dist_util.py:10-25, Pang-Yatian/Point-MAE@7445a68 utils/dist_utils.py:9).
+        The conditions around that passing call are not read: the start itself was judged."""
         from ..syntax.cst_walk import nodes_of  # it imports LibCST, which only this pass has loaded
 
         function = self.ctx.enclosing_function()
