@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
+from ..knowledge import cst_guards as guards
 from ..knowledge.file_names import bound_file_names, file_names
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
@@ -75,6 +76,9 @@ class ModuleFacts:
     #: Those of them every assignment here binds to an availability check (``args.use_gpu = True
     #: if torch.cuda.is_available() and args.use_gpu else False``): true only where CUDA is.
     availability_rebound: List[str] = field(default_factory=list)
+    #: Those it only ever sets off (``args.use_gpu = False``: cure-lab/LTSF-Linear@0c11366
+    #: run_stat.py:49): they hold no CUDA here either, so they do not spoil an availability option.
+    off_rebound: List[str] = field(default_factory=list)
     #: Its top-level classes whose methods save files, and top-level functions that do, -> the
     #: file names they write (``EarlyStopping.save_checkpoint``: ``torch.save(model.state_dict(),
     #: path + '/checkpoint.pth')``; quark0/darts@f276dd3 rnn/utils.py:45 ``save_checkpoint``).
@@ -168,6 +172,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     for path_name, root in named_saves:
         facts.cpu_saved_files.extend(bound_file_names(path_name, root))
     facts.availability_rebound = [name for name in facts.availability_rebound if name not in plainly_rebound]
+    facts.off_rebound = [name for name in facts.off_rebound if name not in plainly_rebound and name not in facts.availability_rebound]
     coverage, receivers = context.coverage(), context.receivers()
     availability = availability_names(tree)
     for node, caller in found:
@@ -424,10 +429,19 @@ def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> 
                     facts.rebound.append(name)
                 if available is None:
                     available = _holds_availability(assign.value)
-                if not available:
+                if available:
+                    if name not in facts.availability_rebound:
+                        facts.availability_rebound.append(name)
+                elif _sets_off(assign.value, name):
+                    if name not in facts.off_rebound:
+                        facts.off_rebound.append(name)
+                else:
                     plainly.add(name)
-                elif name not in facts.availability_rebound:
-                    facts.availability_rebound.append(name)
+
+
+def _sets_off(value: ast.expr, name: str) -> bool:
+    """``False``, ``0`` or ``None`` given to a flag that turns a device on (``use_gpu``, not ``no_cuda``)."""
+    return type(value) is ast.Constant and value.value in (False, None) and type(value.value) is not str and guards.flag_name_sign(name) == guards.POSITIVE
 
 
 def _stored(target: ast.expr) -> List[ast.expr]:

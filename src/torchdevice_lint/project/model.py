@@ -284,14 +284,15 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     saved = set()
     saving: Dict[str, set] = {}
     arguments: Dict[str, list] = {}
-    rebound = set()
-    plain: set = set()  # device attributes some module binds other than to an availability check
+    rebound, available = set(), set()
+    plain: set = set()  # device attributes some module binds other than to an availability check or off
     # only callees some call of which passes an attribute can take an option's default
     flagged = {key.partition("@")[0] for facts in modules.values() for key, records in facts.calls.sites.items()
                if any(record.passed is not None for record in records)}
     for facts in modules.values():
         rebound.update(facts.rebound)
-        plain.update(name for name in facts.rebound if name not in facts.availability_rebound)
+        available.update(facts.availability_rebound)
+        plain.update(name for name in facts.rebound if name not in facts.availability_rebound and name not in facts.off_rebound)
         for key, records in facts.calls.sites.items():
             name = key.partition("@")[0]
             if name in flagged:
@@ -312,7 +313,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
     cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
     return ProjectFacts(
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
-        rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(rebound - plain),
+        rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(available - plain),
         saving_classes={name: frozenset(files) for name, files in saving.items()},
     )
 

@@ -210,10 +210,10 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 18):
+    if not (isinstance(fields, tuple) and len(fields) == 19):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, saving_classes, factories = fields[8:]
+    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories = fields[8:]
     calls = project_calls.shaped(call_fields)
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
@@ -224,7 +224,7 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         and calls is not None and _strings(checkpoints)
         and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
         and isinstance(classes, dict) and all(isinstance(name, str) and (bases is None or _strings(bases)) for name, bases in classes.items())
-        and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound)
+        and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound) and _strings(off_rebound)
         and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
                 for found in (saving_classes, factories))
     )
@@ -232,7 +232,7 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         return None
     return ModuleFacts(
         options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
-        mentions_mps, rebound, availability_rebound, saving_classes, factories,
+        mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories,
     )
 
 

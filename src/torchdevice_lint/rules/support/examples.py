@@ -150,11 +150,11 @@ CRITERION_FACTORY = Valid(
            "losses.py": "import torch.nn as nn\n\nclass SimCLRLoss(nn.Module):\n    def __init__(self, temperature):\n        super().__init__()\n"
            "        self.temperature = temperature\n"},
 )
-#: thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: an option rebound to an availability check.
+#: thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: an option rebound to an availability check (or off: cure-lab/LTSF-Linear@0c11366 run_stat.py:49).
 REBOUND_USE_GPU = Valid(
     "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",
     files={"run.py": "import argparse\nimport torch\np = argparse.ArgumentParser()\np.add_argument('--use_gpu', type=bool, default=True)\n"
-           "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n"},
+           "args = p.parse_args()\nargs.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n", "run_stat.py": "from run import args\nargs.use_gpu = False\n"},
 )
 
 
