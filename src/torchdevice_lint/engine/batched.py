@@ -17,7 +17,6 @@ import libcst as cst
 from ..inference import FileInference
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
-from ..knowledge import value_checks
 from ..knowledge.flags import mentions_availability
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import Settings
@@ -191,7 +190,7 @@ class _BatchedPass(cst.CSTVisitor):
         function = self.ctx.enclosing_function()
         if not isinstance(count, cst.Name) or function is None or count.value in parameter_names(function):
             return False
-        values = value_checks.assigned_values(function).get(count.value)
+        values = self.ctx.assigned_values(function).get(count.value)
         return bool(values) and all(isinstance(value, cst.Call) and last_name(value.func) == "device_count" for value in values)
 
     def _boolean(self, node: cst.BooleanOperation) -> None:

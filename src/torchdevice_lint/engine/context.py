@@ -26,7 +26,7 @@ from ..knowledge.torch_releases import binding_expression, no_fix_note
 from ..model.fixes import Applicability, Fix, ImportSpec
 from ..syntax.ast_parse import compile_python
 from ..syntax.bindings import normalized
-from ..syntax.cst_nodes import dotted_name, import_aliases, qualified
+from ..syntax.cst_nodes import dotted_name, import_aliases, parameters, qualified
 from ..syntax.cst_walk import TRIVIA_AND_LEAF_TYPES, walk
 from ..syntax.positions import statement_first_lines
 from .devices import DeviceChoice, DeviceChooser
@@ -78,7 +78,7 @@ class BindingCollector(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         if node is self.root:
-            for param in _all_params(node.params):
+            for param in parameters(node):
                 self.names.add(normalized(param.name.value))
             return True
         self.names.add(normalized(node.name.value))
@@ -121,15 +121,6 @@ class AssignmentCollector(BindingCollector):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
-
-
-def _all_params(params: cst.Parameters) -> List[cst.Param]:
-    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    if isinstance(params.star_arg, cst.Param):
-        found.append(params.star_arg)
-    if params.star_kwarg is not None:
-        found.append(params.star_kwarg)
-    return found
 
 
 def binds_unconditionally(statement: cst.CSTNode, name: str) -> bool:

@@ -441,7 +441,7 @@ def _read_rebound(assign: ast.Assign, facts: ModuleFacts, plainly: Set[str]) -> 
 
 def _sets_off(value: ast.expr, name: str) -> bool:
     """``False``, ``0`` or ``None`` given to a flag that turns a device on (``use_gpu``, not ``no_cuda``)."""
-    return type(value) is ast.Constant and value.value in (False, None) and type(value.value) is not str and guards.flag_name_sign(name) == guards.POSITIVE
+    return type(value) is ast.Constant and value.value in (False, None) and guards.flag_name_sign(name) == guards.POSITIVE
 
 
 def _stored(target: ast.expr) -> List[ast.expr]:

@@ -8,11 +8,10 @@ from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Triggers
 from ..knowledge import cst_distributed as distributed_code
 from ..knowledge import cst_guards as guards
-from ..knowledge import value_checks
 from ..knowledge.backends import COLLECTIVES
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import dotted_name, source_of, string_value
+from ..syntax.cst_nodes import dotted_name, parameters, source_of, string_value
 from .support.common import availability_check, keyword, lacking_check, method_name, no_fix_for_target, positional
 
 #: From this torch on, the fix asks torch for the device's own backend instead of choosing
@@ -393,9 +392,9 @@ class HardcodedDistributedBackend(Rule):
         from ..syntax.cst_walk import nodes_of  # it imports LibCST, which only this pass has loaded
 
         function = self.ctx.enclosing_function()
-        if function is None or name in value_checks.assigned_values(function):
+        if function is None or name in self.ctx.assigned_values(function):
             return []
-        param = next((p for p in _parameters(function) if p.name.value == name), None)
+        param = next((p for p in parameters(function) if p.name.value == name), None)
         if param is None:
             return []
         if param.default is not None:
@@ -407,9 +406,10 @@ class HardcodedDistributedBackend(Rule):
             for call in nodes_of(caller, cst.Call):
                 if isinstance(call.func, cst.Name) and call.func.value == function.name.value:
                     passed = _passed_to(call, function, param)
-                    outer = next((p for p in _parameters(caller) if isinstance(passed, cst.Name) and p.name.value == passed.value), None)
-                    if outer is not None and outer.default is not None and _device_only_backend(outer.default):
-                        found.append(outer.default)
+                    if isinstance(passed, cst.Name):
+                        outer = next((p for p in parameters(caller) if p.name.value == passed.value), None)
+                        if outer is not None and _device_only_backend(outer.default):
+                            found.append(outer.default)
         return found
 
     def _assigned_value(self, name: str) -> Optional[cst.BaseExpression]:
@@ -450,11 +450,6 @@ class HardcodedDistributedBackend(Rule):
             title = "Ask torch for the device's backend: `torch.distributed.get_default_backend_for_device(...)`"
         fix = self.make_fix({literal: lambda _: replacement}, message=title, imports=self.ctx.torch_imports())
         self.report(reported, message, fix)
-
-
-def _parameters(function: cst.FunctionDef) -> List[cst.Param]:
-    params = function.params
-    return [*params.posonly_params, *params.params, *params.kwonly_params]
 
 
 def _passed_to(call: cst.Call, function: cst.FunctionDef, param: cst.Param) -> Optional[cst.BaseExpression]:

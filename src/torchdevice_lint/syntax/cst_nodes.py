@@ -86,12 +86,16 @@ def source_of(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
 
-def parameter_names(function: cst.FunctionDef) -> set:
-    """Every name the function's parameters bind, ``*args`` and ``**kwargs`` included."""
+def parameters(function: cst.FunctionDef) -> List[cst.Param]:
+    """The function's parameters in order, ``*args`` and ``**kwargs`` included."""
     params = function.params
-    named = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
-    starred = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
-    return {param.name.value for param in named + starred}
+    starred = [param for param in (params.star_arg, params.star_kwarg) if isinstance(param, cst.Param)]
+    return [*params.posonly_params, *params.params, *params.kwonly_params, *starred]
+
+
+def parameter_names(function: cst.FunctionDef) -> set:
+    """Every name the function's parameters bind."""
+    return {param.name.value for param in parameters(function)}
 
 
 def defined_method(klass: cst.ClassDef, name: str) -> Optional[cst.FunctionDef]:
