@@ -94,6 +94,26 @@ def test_the_root_of_a_tree_of_scripts_is_above_its_outermost_package(tmp_path):
     assert project_root(str(model)) == tmp_path / "models"
 
 
+def test_the_build_folder_of_a_kernel_belongs_to_the_project_around_it(tmp_path):
+    # hszhao/PointWeb@f31fe05 lib/pointops/setup.py builds the kernel the project's models call
+    model = project(tmp_path, "True")
+    (tmp_path / "requirements.txt").write_text("torch\n")
+    build = tmp_path / "lib" / "ops"
+    build.mkdir(parents=True)
+    (build / "setup.py").write_text("from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n")
+    assert project_root(str(build / "ops.py")) == tmp_path
+    assert str(build / "setup.py") in Projects().of(str(model)).modules
+    (build / "setup.py").write_text("from setuptools import setup\nsetup(name='ops')\n")  # a package of its own
+    assert project_root(str(build / "ops.py")) == build
+
+
+def test_a_module_cpython_cannot_parse_still_tells_what_it_imports(tmp_path):
+    model = project(tmp_path, "True")
+    (tmp_path / "seg.py").write_text("from models.gan import (GAN,\n    Other)\nimport os, \\\n    sys\nprint 'python 2'\n")
+    facts = Projects().of(str(model)).modules[str(tmp_path / "seg.py")]
+    assert facts.kernels["imports"] == {"GAN": ["models.gan.GAN", False], "Other": ["models.gan.Other", False]}
+
+
 def test_a_checkout_without_a_marker_is_the_folder_named_for_the_run(tmp_path):
     # a downloaded archive of a repository: no .git, scripts in folders without __init__.py
     module = tmp_path / "repo" / "gym" / "evaluation" / "episodes.py"

@@ -25,7 +25,7 @@ from .context import cuda_context_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
-from .roots import is_project_root
+from .roots import builds_only_a_kernel, is_project_root
 from .prints import Looked, StoredPrints, looked_at, project_digest
 from .shipped import candidate_paths, shipped_files
 from .stored import MAX_FILE_BYTES, FactsCache, KeptTrees, parse_facts_of, parsed_as_checked, regular_file_bytes
@@ -48,16 +48,21 @@ def project_root(path: str, named: Sequence[Path] = (), marks: Optional[Callable
     file = Path(os.path.abspath(path))
     if not file.parent.is_dir() or file.is_dir():
         return None
+    kernel_build = None  # a kernel's build folder belongs to the project around it, if any
     for folder in file.parents:
         if folder == Path.home() or folder.parent == folder:
             break  # a home directory (dotfiles under git) or / is nobody's project
         if marks(folder):
+            if kernel_build is None and builds_only_a_kernel(folder):
+                kernel_build = folder
+                continue
             return folder
     top = file.parent
     while (top / "__init__.py").is_file() and top.parent != top:
         top = top.parent
     holding = [folder for folder in named if folder in file.parents and folder in top.parents]
-    return min(holding, key=lambda folder: len(folder.parts)) if holding else top
+    found = min(holding, key=lambda folder: len(folder.parts)) if holding else top
+    return found if kernel_build is None or found in kernel_build.parents else kernel_build
 
 
 def marks_a_project(folder: Path) -> bool:
@@ -399,7 +404,8 @@ def project_files(root: Path) -> Iterator[Path]:
         subfolders[:] = [
             name for name in subfolders
             if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match(prefix + name, is_dir=True))
-            and not marks_a_project(here / name) and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
+            and not (marks_a_project(here / name) and not builds_only_a_kernel(here / name))
+            and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
         ]
         yield from (
             here / name for name in files

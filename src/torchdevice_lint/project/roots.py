@@ -80,6 +80,26 @@ def _packages(setup: Path) -> bool:
     return any(word in text for word in (b"setup(", b"setuptools", b"distutils"))
 
 
+def builds_only_a_kernel(directory: Path) -> bool:
+    """Whether a folder is marked only by a ``setup.py`` that builds a C++/CUDA extension
+    (hszhao/PointWeb@f31fe05 lib/pointops/setup.py): the build of a kernel the project around
+    it calls, not a project of its own."""
+    if (directory / ".git").exists() or any((directory / name).is_file() for name in PROJECT_FILES if name != "setup.py"):
+        return False
+    try:
+        with open(directory / "setup.py", "rb") as handle:
+            text = handle.read(_SETUP_BYTES)
+        if any(directory.glob(REQUIREMENTS_GLOB)):
+            return False
+    except OSError:
+        return False
+    return any(word in text for word in _KERNEL_BUILDS)
+
+
+#: What a ``setup.py`` that builds a kernel names (``torch.utils.cpp_extension``'s builders).
+_KERNEL_BUILDS = (b"CUDAExtension", b"CppExtension", b"cpp_extension")
+
+
 #: How much of a ``setup.py`` is read for ``_packages``: a packaging script names itself early.
 _SETUP_BYTES = 1 << 20
 

@@ -76,7 +76,7 @@ class FactsCache:
                 self.by_hash[key] = parse_facts_of(data)
             else:  # parsed as the first stage parses it, which may then take the tree
                 tree = _compiled(text)
-                self.by_hash[key] = module_facts(tree) if tree is not None else ModuleFacts()
+                self.by_hash[key] = module_facts(tree if tree is not None else top_level_imports(data))
                 if tree is not None and trees is not None:
                     trees.keep(str(file), text, tree)
             self.parsed += 1
@@ -168,8 +168,39 @@ def parse_facts_of(data: bytes) -> ModuleFacts:
             warnings.simplefilter("ignore")
             tree = compile(data, "<project>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ModuleFacts()
+        return module_facts(top_level_imports(data))
     return module_facts(tree)
+
+
+#: A top-level import's first line, in a module CPython cannot parse.
+_IMPORT_LINE = re.compile(rb"^(?:from\s+[\w.]+\s+import\b|import\s+\w)")
+
+
+def top_level_imports(data: bytes) -> ast.Module:
+    """The top-level imports of a module CPython cannot parse (a Python 2 file, hszhao/PointWeb
+    @f31fe05 model/pointweb/pointweb_seg.py:74 ``cuda(async=True)``), each parsed alone at its
+    own line: the modules it imports are still the project's to know (a ``__main__`` block of
+    one of them is then a self-test, not a program)."""
+    lines = data.splitlines()
+    body = []
+    index = 0
+    while index < len(lines):
+        if not _IMPORT_LINE.match(lines[index]):
+            index += 1
+            continue
+        first = index
+        text = lines[index]
+        while (text.rstrip().endswith(b"\\") or text.count(b"(") > text.count(b")")) and index + 1 < len(lines) and index - first < 50:
+            index += 1
+            text += b"\n" + lines[index]
+        index += 1
+        try:
+            statement = compile(text, "<import>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        for node in statement.body:
+            body.append(ast.increment_lineno(node, first))
+    return ast.Module(body=body, type_ignores=[])
 
 
 def prints_checksum(digest: str, entry: dict) -> str:

@@ -27,7 +27,7 @@ from .support.common import (
     availability_check, display_only, guard_statement_fix, is_cuda_string, keyword, legacy_cuda_tensor, method_name,
     positional,
 )
-from .support.examples import ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP
+from .support.kernel_examples import ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP
 
 
 class CudaDefaultDevice(Rule):

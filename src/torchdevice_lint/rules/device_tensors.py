@@ -10,7 +10,7 @@ from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import source_of
 from .support.common import display_only, may_meet_mps
-from .support.examples import KERNEL_FUNCTION, KERNEL_SETUP
+from .support.kernel_examples import KERNEL_FUNCTION, KERNEL_SETUP
 from .dataflow import ON_DEVICE
 
 

@@ -10,7 +10,7 @@ from ..project.kernels import cuda_class_names
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
 from .support.common import positional
-from .support.examples import (
+from .support.kernel_examples import (
     ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP, ALIASED_TEST, FFI_BUILD, FFI_FUNCTION, FFI_TEST,
     KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_TEST, KERNEL_WITH_FALLBACK, NMS_WRAPPERS, NVCC_SETUP,
 )
