@@ -5,6 +5,7 @@ like code under the check (``project/context.py``)."""
 from pathlib import Path
 
 from torchdevice_lint import api
+from torchdevice_lint.app.config import settings_from_table
 from torchdevice_lint.project.model import Projects
 
 HELPER = "import torch\n\n\ndef smart_ddp(model):\n    return model.cuda()\n"
@@ -21,20 +22,27 @@ SPAWN = (
 )
 
 
-def codes(root: Path, files: dict, checked: str = "utils.py"):
+def codes(root: Path, files: dict, checked: str = "utils.py", unreached: bool = True):
+    """The findings in ``checked``; ``unreached``: code nothing calls is checked too (the calls
+    these tests make are their point, not what calls them)."""
     (root / "setup.py").write_text("")
     for name, code in files.items():
         (root / name).write_text(code)
     path = root / checked
-    return [f.code for f in api.engine(projects=Projects()).check_source(str(path), path.read_text()).findings]
+    engine = api.engine(settings_from_table({"check-unreached": unreached}), projects=Projects())
+    return [f.code for f in engine.check_source(str(path), path.read_text()).findings]
 
 
 def test_a_helper_called_only_under_a_cuda_check_is_judged_guarded(tmp_path):
     assert codes(tmp_path, {"utils.py": HELPER, "train.py": GUARDED_CALL}) == []
 
 
-def test_a_helper_nobody_calls_stays_reported(tmp_path):
-    assert codes(tmp_path, {"utils.py": HELPER}) == ["TDV101"]
+def test_a_helper_nobody_calls_is_unreached_not_guarded(tmp_path):
+    files = {"utils.py": HELPER, "train.py": "import utils\n"}
+    assert codes(tmp_path, files) == ["TDV101"]
+    assert codes(tmp_path, files, unreached=False) == []  # it never runs
+    (tmp_path / "alone").mkdir()
+    assert codes(tmp_path / "alone", {"utils.py": HELPER}, unreached=False) == ["TDV101"]  # nothing imports it: an API
 
 
 def test_one_unguarded_call_keeps_the_finding(tmp_path):

@@ -44,6 +44,7 @@ _KEYS = {
     "per-file-timeout": "seconds",
     "respect-gitignore": "bool",
     "force-exclude": "bool",
+    "check-unreached": "bool",
     "baseline": "str",
     "allowed-backend-paths": "codes",
     "banned-backend-apis": "codes",

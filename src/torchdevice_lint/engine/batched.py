@@ -297,6 +297,9 @@ def analyze_module(
     if findings:
         positions = node_positions(module, [(raw.node, raw.ancestors) for raw in findings], ctx.python_tree())
         findings = [raw for raw in findings if not suppressions.covers(_rows(positions[raw.node]), raw.rule.code)]
+        unreached = () if settings.check_unreached else project.unreached_lines(path)
+        if unreached:  # code nothing runs raises nowhere
+            findings = [raw for raw in findings if not _within(positions[raw.node], unreached)]
         cuda_only = project.cuda_only_lines(path)
         if cuda_only:  # code that only drives a CUDA-only kernel; its decorators run at import all the same
             findings = [

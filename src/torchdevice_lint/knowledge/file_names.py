@@ -1,6 +1,7 @@
 """The file names a path expression writes, as the project's saves and loads are matched by them:
 ``os.path.join(d, "feat.pth")`` -> ``feat.pth``, ``f"{epoch}.pkl"`` -> ``{}.pkl``,
-``'%s_net_%s.pth' % (epoch, name)`` -> ``{}_net_{}.pth``."""
+``'%s_net_%s.pth' % (epoch, name)`` -> ``{}_net_{}.pth``; and the saves that write CPU data
+(``torch.save(x.cpu(), f)``, a state dict saved after its module moved to the CPU)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import ast
 import re
 from typing import Dict, List, Optional
 
-from ..syntax.ast_nodes import nodes_below
+from ..syntax.ast_nodes import dotted_name, last_name, nodes_below
 
 
 def bound_file_names(variable: str, root: ast.AST) -> List[str]:
@@ -53,3 +54,63 @@ def file_names(path: ast.expr) -> List[str]:
         if name is not None:
             names.append(name)
     return names
+
+
+def moves_to_cpu(value: ast.expr) -> bool:
+    """Whether a saved value is moved to the CPU in the call (``torch.save(pred.cpu(), f)``)."""
+    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
+
+
+def state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
+    """``net.cpu()`` then ``torch.save(net.state_dict(), path)``, or of a name bound to the state
+    dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module
+    before the save is ``.cpu()``."""
+    saved = save.args[0]
+    values = [saved]
+    if type(saved) is ast.Name:
+        values = [
+            node.value for node in nodes_below(scope)
+            if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == saved.id for target in node.targets)
+        ]
+    owners = set()
+    for value in values:
+        states = [node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"]
+        if not states:
+            return False
+        owners.update(_root_name(state.func.value) if type(state.func) is ast.Attribute else None for state in states)
+    if not owners or None in owners:
+        return False
+    for owner in owners:
+        moves = [
+            node for node in nodes_below(scope)
+            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in ("cpu", "cuda", "to")
+            and _root_name(node.func.value) == owner and node.lineno < save.lineno
+        ]
+        last = max(moves, key=lambda node: (node.lineno, node.col_offset), default=None)
+        if last is None or last.func.attr != "cpu" or type(last.func.value) is not ast.Name or _maybe_skipped(last, save, scope):
+            return False
+    return True
+
+
+def _maybe_skipped(move: ast.Call, save: ast.Call, scope: ast.AST) -> bool:
+    """Whether a branch or loop holds the move but not the save: the move may not run first
+    (THUDM/GraphMAE@b14f080 main_graph.py:179-188 moves to the CPU only when it trained)."""
+    for node in nodes_below(scope):
+        if type(node) in _BRANCHING and node is not scope and _within(move, node) and not _within(save, node):
+            return True
+    return False
+
+
+_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.IfExp)
+
+
+def _within(inner: ast.AST, outer: ast.AST) -> bool:
+    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
+        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
+    )
+
+
+def _root_name(node: ast.expr) -> Optional[str]:
+    """``net`` of ``net.module``; None where the chain does not start at a name."""
+    name = dotted_name(node)
+    return name.partition(".")[0] if name else None

@@ -58,6 +58,9 @@ class ProjectFacts:
     #: a function only called under ``if torch.cuda.is_available():`` or from a worker started
     #: once per GPU): ``(first, last)`` line spans by module path, judged like CUDA-only code.
     context_spans: Mapping[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
+    #: The bodies of the definitions nothing that runs calls or names (``project/reached.py``):
+    #: ``(first, last)`` line spans by module path; no line there raises on any machine.
+    unreached_spans: Mapping[str, Tuple[Tuple[int, int], ...]] = field(default_factory=dict)
     #: The calls of each function, method and class the project defines, by ``name@module
     #: stem`` (``project.model.parameter_calls``): ``[positional count or -1, keywords, **
     #: unpacked, flag attributes passed]``; a name nobody calls, or called unseen, is absent.
@@ -91,7 +94,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments, self.context_spans, self.parameter_calls, self.parameterless_classes, self.never_mps, self.unlaunched,
+            self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, self.parameter_calls, self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
             {name: sorted(saved) for name, saved in self.saving_classes.items()},
         ]
@@ -106,6 +109,10 @@ class ProjectFacts:
             return ()
         path = os.path.abspath(path)
         return self.cuda_only_spans.get(path, ()) + self.context_spans.get(path, ())
+
+    def unreached_lines(self, path: str) -> Tuple[Tuple[int, int], ...]:
+        """The ``(first, last)`` spans of the file at ``path`` that nothing runs."""
+        return self.unreached_spans.get(os.path.abspath(path), ()) if self.unreached_spans else ()
 
     def cuda_kernel(self, path: str, name: str) -> Optional[list]:
         """``[dependent lines, files]`` of the CUDA-only kernel ``name`` the file at ``path``

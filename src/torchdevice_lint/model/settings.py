@@ -57,6 +57,9 @@ class Settings:
     respect_gitignore: bool = True
     #: Apply the excludes to files named on the command line too (pre-commit passes names).
     force_exclude: bool = False
+    #: Also report code nothing in the project calls or names (``project/reached.py``); a
+    #: package others install is always checked whole.
+    check_unreached: bool = False
     #: Codes whose fixes may be applied (ruff's ``fixable``/``unfixable``; the more specific
     #: prefix wins, ``unfixable`` wins ties): the others keep their fix as a suggestion only.
     fixable: Sequence[str] = ("ALL",)

@@ -70,13 +70,18 @@ class ModuleCalls:
     #: Names (with their origin) used as a value (``partial(f, ...)``, ``fn = f``, ``class B(A)``):
     #: called unseen.
     escaped: List[str] = field(default_factory=list)
-    #: Top-level functions and classes, and methods (``Class.method``) -> ``[first line, last line,
-    #: decorated]`` (a decorator may call it unseen: ``@register``).
+    #: Top-level functions and classes, and methods (``Class.method``) -> ``DEFINITION_SHAPE``:
+    #: ``[first line, last line, decorated (a decorator may call it unseen: @register), first
+    #: line of the body, a class with bases (a framework may call its methods unseen)]``.
     definitions: Dict[str, list] = field(default_factory=dict)
     #: Functions started once per GPU: ``mp.spawn(worker, nprocs=torch.cuda.device_count())``.
     workers: List[str] = field(default_factory=list)
     #: Lines of ``--backend`` options (``parser.add_argument("--dist-backend", default="nccl")``).
     backend_options: List[int] = field(default_factory=list)
+    #: Every name it uses other than by calling it (``[f, g]``, ``self.on_end``, ``getattr(m,
+    #: "train")``, a short string's words, an ``__init__``'s re-exports), sorted: a definition
+    #: named here may run unseen (``project/reached.py``).
+    mentions: List[str] = field(default_factory=list)
 
 
 def origins(tree: ast.Module) -> Dict[str, str]:
@@ -96,6 +101,10 @@ def origins(tree: ast.Module) -> Dict[str, str]:
 
 def keyed(name: str, origin: Optional[str]) -> str:
     return f"{name}@{origin}" if origin else name
+
+
+#: The types of a ``ModuleCalls.definitions`` entry.
+DEFINITION_SHAPE = (int, int, bool, int, bool)
 
 
 #: What ``_passed`` names ``torch.cuda.is_available()`` by: a flag false wherever CUDA is missing
@@ -292,14 +301,14 @@ def package_names(stems: Dict[str, str]) -> Set[str]:
 
 def shaped(value) -> Optional[ModuleCalls]:
     """The facts a cache entry's tuple holds, or None where it has another shape."""
-    if not (isinstance(value, tuple) and len(value) == 6):
+    if not (isinstance(value, tuple) and len(value) == 7):
         return None
-    sites, defaults, escaped, definitions, workers, backend_options = value
-    if not (isinstance(sites, dict) and isinstance(defaults, list) and isinstance(escaped, list)):
+    sites, defaults, escaped, definitions, workers, backend_options, mentions = value
+    if not (isinstance(sites, dict) and isinstance(defaults, list) and isinstance(escaped, list) and isinstance(mentions, list)):
         return None
-    if not all(isinstance(name, str) for name in [*sites, *defaults, *escaped, *workers]):
+    if not all(isinstance(name, str) for name in [*sites, *defaults, *escaped, *workers, *mentions]):
         return None
-    if not (isinstance(definitions, dict) and all(isinstance(name, str) and _typed(span, (int, int, bool)) for name, span in definitions.items())):
+    if not (isinstance(definitions, dict) and all(isinstance(name, str) and _typed(span, DEFINITION_SHAPE) for name, span in definitions.items())):
         return None
     if not (isinstance(backend_options, list) and all(type(line) is int for line in backend_options)):
         return None
@@ -308,7 +317,7 @@ def shaped(value) -> Optional[ModuleCalls]:
         if not isinstance(found, list) or not all(_is_record(record) for record in found):
             return None
         records[name] = [CallFacts(*record) for record in found]
-    return ModuleCalls(records, defaults, escaped, definitions, workers, backend_options)
+    return ModuleCalls(records, defaults, escaped, definitions, workers, backend_options, mentions)
 
 
 def _typed(value, kinds: tuple) -> bool:
@@ -331,6 +340,13 @@ def _is_record(record) -> bool:
     ):
         return False
     return isinstance(caller, str) and type(guarded) is bool
+
+
+def reexports(imported: Set[str], mentions: Set[str], calls: ModuleCalls) -> Set[str]:
+    """The names the module imports (``from m import f``) and never uses itself: re-exports (a
+    package's ``__init__``), which its importers may call unseen."""
+    called = {key.partition("@")[0] for key in calls.sites}
+    return imported - mentions - called
 
 
 def availability_names(tree: ast.Module) -> FrozenSet[str]:

@@ -224,8 +224,10 @@ def definitions(tree: ast.Module) -> Dict[str, list]:
 
 
 def _definition(node: ast.AST) -> list:
+    """``ModuleCalls.definitions``'s entry of a function or class."""
     first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
-    return [first, node.end_lineno or node.lineno, bool(node.decorator_list)]
+    based = type(node) is ast.ClassDef and any(not (type(base) is ast.Name and base.id == "object") for base in node.bases)
+    return [first, node.end_lineno or node.lineno, bool(node.decorator_list), node.body[0].lineno, based]
 
 
 def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Span, ...]]:
@@ -243,7 +245,7 @@ def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Sp
                 changed = True
     spans: Dict[str, List[Span]] = {}
     for path, name in found:
-        first, last, _ = modules[path].definitions.get(name, [0, 0, False])
+        first, last = modules[path].definitions.get(name, [0, 0])[:2]
         if last:
             spans.setdefault(path, []).append((first, last))
     for path, calls in modules.items():
@@ -275,7 +277,7 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
     candidates: Dict[Definition, List[tuple]] = {}
     for path, calls in modules.items():
         stem = stems[path]
-        for name, (_, _, decorated) in calls.definitions.items():
+        for name, (_, _, decorated, *_) in calls.definitions.items():
             worker = name in calls.workers
             if not worker and ("." in name or decorated or {name, f"{name}@{stem}"} & escaped or f"{name}@{OWN}" in calls.escaped):
                 continue

@@ -14,15 +14,16 @@ module's content hash.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge import cst_guards as guards
-from ..knowledge.file_names import bound_file_names, file_names
+from ..knowledge.file_names import bound_file_names, file_names, moves_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
-from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
-from .calls import ModuleCalls, availability_names, origins, read_call, read_node
+from ..syntax.ast_nodes import last_name, literal_string, nodes_below, parameter_names
+from .calls import ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
@@ -102,7 +103,10 @@ _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 #: Every node type the walk reads.
-_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Name, ast.ImportFrom, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
+#: The words of a string constant up to this long are names it may stand for (``getattr(m, "train")``).
+_NAMING_STRING = 64
+_WORDS = re.compile(r"[A-Za-z_]\w*")
 
 
 
@@ -130,13 +134,25 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     found: List[tuple] = []
     plainly_rebound: Set[str] = set()  # device attributes some assignment here binds without an availability check
     named_saves: List[tuple] = []  # (path variable, the top-level piece it is bound in)
-    Call, Constant, Attribute, Assign = ast.Call, ast.Constant, ast.Attribute, ast.Assign
+    Call, Constant, Attribute, Assign, Name = ast.Call, ast.Constant, ast.Attribute, ast.Assign, ast.Name
+    mentions: Set[str] = set()
+    imported: Set[str] = set()
+    callees: Set[int] = set()  # the ``func`` of each call: a parent comes before its children
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
             if kind not in _READ:
-                continue  # names, subscripts, operations...: most nodes, and nothing to read
+                continue  # subscripts, operations...: most nodes, and nothing to read
+            if kind is Name:
+                if id(node) not in callees:
+                    mentions.add(node.id)
+                continue
+            if kind is ast.ImportFrom:  # ``from .runner import run_net as pretrain``: called by another name
+                for alias in node.names:
+                    (mentions if alias.asname else imported).add(alias.name)
+                continue
             if kind is Call:
+                callees.add(id(node.func))
                 found.append((node, caller))
                 path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)
                 if caller and len(node.args) > 1 and _torch_save(node.func):
@@ -146,9 +162,14 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 kernels.read_call(node, scope)
             elif kind is Constant:
                 checkpoint_literals(node, facts.checkpoint_files)
-                if type(node.value) is str and "mps" in node.value.lower():
-                    facts.mentions_mps = True
+                if type(node.value) is str:
+                    if "mps" in node.value.lower():
+                        facts.mentions_mps = True
+                    if len(node.value) <= _NAMING_STRING:
+                        mentions.update(_WORDS.findall(node.value))
             elif kind is Attribute:
+                if id(node) not in callees:
+                    mentions.add(node.attr)
                 if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
             elif kind is Assign:
@@ -178,6 +199,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     for node, caller in found:
         read_call(node, calls, known, caller, coverage.covers(node), receivers, availability)
     calls.definitions = definitions(tree)
+    calls.mentions = sorted(mentions | reexports(imported, mentions, calls))
     calls.workers = context.workers(tree)
     facts.kernels = kernels.facts()
     if not any(name.partition("@")[0] == "load" for name in calls.sites):
@@ -274,7 +296,7 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
     Returns the variable a save of ``.cpu()`` values writes to (``torch.save(pred.cpu(), fname)``),
     read once the walk has seen its binding. ``scope``: the function (or module) of the call."""
     name = last_name(call.func)
-    if name == "save" and len(call.args) > 1 and (_moves_to_cpu(call.args[0]) or _state_after_cpu(call, scope)):
+    if name == "save" and len(call.args) > 1 and (moves_to_cpu(call.args[0]) or state_after_cpu(call, scope)):
         if type(call.args[1]) is ast.Name:
             return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))
@@ -314,65 +336,6 @@ def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: Mo
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _moves_to_cpu(value: ast.expr) -> bool:
-    return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
-
-
-def _state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
-    """``net.cpu()`` then ``torch.save(net.state_dict(), path)``, or of a name bound to the state
-    dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module
-    before the save is ``.cpu()``."""
-    saved = save.args[0]
-    values = [saved]
-    if type(saved) is ast.Name:
-        values = [
-            node.value for node in nodes_below(scope)
-            if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == saved.id for target in node.targets)
-        ]
-    owners = set()
-    for value in values:
-        states = [node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"]
-        if not states:
-            return False
-        owners.update(_root_name(state.func.value) if type(state.func) is ast.Attribute else None for state in states)
-    if not owners or None in owners:
-        return False
-    for owner in owners:
-        moves = [
-            node for node in nodes_below(scope)
-            if type(node) is ast.Call and type(node.func) is ast.Attribute and node.func.attr in ("cpu", "cuda", "to")
-            and _root_name(node.func.value) == owner and node.lineno < save.lineno
-        ]
-        last = max(moves, key=lambda node: (node.lineno, node.col_offset), default=None)
-        if last is None or last.func.attr != "cpu" or type(last.func.value) is not ast.Name or _maybe_skipped(last, save, scope):
-            return False
-    return True
-
-
-def _maybe_skipped(move: ast.Call, save: ast.Call, scope: ast.AST) -> bool:
-    """Whether a branch or loop holds the move but not the save: the move may not run first
-    (THUDM/GraphMAE@b14f080 main_graph.py:179-188 moves to the CPU only when it trained)."""
-    for node in nodes_below(scope):
-        if type(node) in _BRANCHING and node is not scope and _within(move, node) and not _within(save, node):
-            return True
-    return False
-
-
-_BRANCHING = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.IfExp)
-
-
-def _within(inner: ast.AST, outer: ast.AST) -> bool:
-    return (outer.lineno, outer.col_offset) <= (inner.lineno, inner.col_offset) and (
-        (inner.end_lineno, inner.end_col_offset) <= (outer.end_lineno, outer.end_col_offset)
-    )
-
-
-def _root_name(node: ast.expr) -> Optional[str]:
-    """``net`` of ``net.module``; None where the chain does not start at a name."""
-    name = dotted_name(node)
-    return name.partition(".")[0] if name else None
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:

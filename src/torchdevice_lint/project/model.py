@@ -22,6 +22,7 @@ from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
 from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key, names_launcher
 from .context import cuda_context_spans
+from .reached import TEXT_SUFFIXES, MAX_TEXTS, TextWords, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
@@ -90,7 +91,12 @@ class Project:
         #: Options defined with different defaults: name -> the default of each defining module.
         self._disagreeing: Optional[Dict[str, Dict[str, object]]] = None
         files, configs, docs = [], [], []
+        self.texts: List[Path] = []  # besides its modules, configs and docs: ``reached.TextWords``
+        self._text_words: Optional[TextWords] = None
         for file in project_files(root):
+            if file.suffix in TEXT_SUFFIXES:
+                self.texts.append(file)
+                continue
             (files if file.suffix == ".py" else configs if file.suffix in CONFIG_SUFFIXES else docs).append(file)
             if len(files) > MAX_FILES:
                 break
@@ -107,6 +113,8 @@ class Project:
         self._readme_folders = {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")}
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
+        #: Whether every module, config and doc is known (``_unreached`` reads them all).
+        self._all_texts_read = len(files) <= MAX_FILES and len(configs) <= MAX_CONFIGS and len(docs) <= MAX_CONFIGS
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
         #: The content hash of each file documenting how the project runs: they decide ``launch_scopes``.
@@ -212,6 +220,7 @@ class Project:
             self._facts = dataclasses.replace(
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
+                unreached_spans=self._unreached(),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 unlaunched=bool(self.modules) and not self.launch_scopes,
                 parameterless_classes=parameterless_classes(
@@ -221,6 +230,13 @@ class Project:
                 ),
             )
         return self._facts
+
+    def _unreached(self) -> Dict[str, tuple]:
+        """``reached.unreached_spans``, where the project is no package and all its texts are read."""
+        if self._text_words is None:
+            self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
+        complete = self._all_texts_read and len(self._text_words.texts) <= MAX_TEXTS
+        return unreached_spans(self.modules, self._text_words) if complete and not package_like(self.root) else {}
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring
@@ -348,7 +364,7 @@ def parameter_calls(modules: Mapping[str, ModuleFacts]) -> Dict[str, tuple]:
     defined = {}  # last name -> stems of the modules defining it
     unseen = set()
     for path, facts in modules.items():
-        for qualified, (_first, _last, decorated) in facts.calls.definitions.items():
+        for qualified, (_first, _last, decorated, *_) in facts.calls.definitions.items():
             name = qualified.rsplit(".", 1)[-1]
             defined.setdefault(name, set()).add(stems[path])
             if decorated:
@@ -417,7 +433,7 @@ def _read_beside_modules(name: str) -> bool:
     """A YAML config, or a file that documents how the project runs (``README``, ``run.sh``)."""
     if name.startswith("."):
         return False
-    return name.endswith(CONFIG_SUFFIXES + DOC_SUFFIXES) or name.lower().startswith("readme")
+    return name.endswith(CONFIG_SUFFIXES + DOC_SUFFIXES + TEXT_SUFFIXES) or name.lower().startswith("readme")
 
 
 def _root_gitignore(root: Path):

@@ -76,7 +76,7 @@ class FactsCache:
                 self.by_hash[key] = parse_facts_of(data)
             else:  # parsed as the first stage parses it, which may then take the tree
                 tree = _compiled(text)
-                self.by_hash[key] = module_facts(tree if tree is not None else top_level_imports(data))
+                self.by_hash[key] = module_facts(tree) if tree is not None else unparsable_facts(data)
                 if tree is not None and trees is not None:
                     trees.keep(str(file), text, tree)
             self.parsed += 1
@@ -168,10 +168,21 @@ def parse_facts_of(data: bytes) -> ModuleFacts:
             warnings.simplefilter("ignore")
             tree = compile(data, "<project>", "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return module_facts(top_level_imports(data))
+        return unparsable_facts(data)
     return module_facts(tree)
 
 
+def unparsable_facts(data: bytes) -> ModuleFacts:
+    """The facts of a module CPython cannot parse: its top-level imports, and every word of it
+    as a name it may use (its calls cannot be told from the rest: hszhao/PointWeb@f31fe05
+    model/pointweb/pointweb_seg.py, lyndonzheng/Pluralistic-Inpainting@034a758
+    model/pluralistic_model.py call the project's functions)."""
+    facts = module_facts(top_level_imports(data))
+    facts.calls.mentions = sorted({word.decode() for word in _WORD.findall(data)})
+    return facts
+
+
+_WORD = re.compile(rb"[A-Za-z_]\w*")
 #: A top-level import's first line, in a module CPython cannot parse.
 _IMPORT_LINE = re.compile(rb"^(?:from\s+[\w.]+\s+import\b|import\s+\w)")
 

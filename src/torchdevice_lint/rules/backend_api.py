@@ -240,9 +240,9 @@ class UnguardedCudaApi(Rule):
         ),
         # an option choosing a dataset is no request for CUDA; a default naming GPU 0 already picks CUDA
         Invalid(_SET_DEVICE.format("dataset"), fixed=_SET_DEVICE.format("dataset").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
-                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("visible_gpus", "dataset")}),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("visible_gpus", "dataset"), "main.py": "from example import train\n"}),
         Invalid(_SET_DEVICE.format("visible_gpus"), fixed=_SET_DEVICE.format("visible_gpus").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
-                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("'-1'", "'0'")}),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("'-1'", "'0'"), "main.py": "from example import train\n"}),
         Invalid(
             "import torch\nused = torch.accelerator.memory_allocated()\n",
             fixed=None,

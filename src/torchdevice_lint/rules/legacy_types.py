@@ -178,7 +178,7 @@ class LegacyCudaTensorConstructor(Rule):
                 'if torch.backends.mps.is_available() else "cpu")\n\n\n', 1
             ),
             files={"train.py": "import argparse\nfrom example import Loss\nparser = argparse.ArgumentParser()\n"
-                   "parser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda)\n"},
+                   "parser.add_argument('--cuda', default=True)\nargs = parser.parse_args()\nLoss(args.cuda).forward()\n"},
         ),
         # ... and always CUDA (salesforce/CodeT5@7de7f69 CodeT5/models.py:291-297)
         Invalid(_BEAM.format("torch.cuda"), applicability=Applicability.DISPLAY_ONLY),
@@ -342,7 +342,7 @@ class CudaTensorTypeCast(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
-        Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "device = 'mps'\n"}),
+        Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "from example import attend\ndevice = 'mps'\n"}),
         # the type chosen first, then cast to (Megvii-BaseDetection/YOLOX@6ddff48 yolox/evaluators/coco_evaluator.py:135,162)
         Invalid(
             "import torch\n\ndef run(imgs, half):\n    tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"

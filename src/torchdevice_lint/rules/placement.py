@@ -254,11 +254,10 @@ class CudaMethodCall(Rule):
         Invalid(
             "import torch\n\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
             "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.cuda()\n        return x\n",
-            fixed=(
-                "import torch\n\n" + DEVICE + "\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
-                "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n"
-            ),
-            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"},
+            fixed="import torch\n\n" + DEVICE + "\n\nclass Pix2Pix:\n    def use_gpu(self):\n        return len(self.opt.gpu_ids) > 0\n\n"
+            "    def prepare(self, x):\n        if self.use_gpu():\n            x = x.to(device)\n        return x\n",
+            files={"options.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_ids', type=str, default='0')\n"
+                   "from example import Pix2Pix\nPix2Pix().prepare(0)\n"},
         ),
         # a process group on gloo runs on a CPU: what follows is no GPU-only code
         # (layumi/Person_reID_baseline_pytorch@82ff40f train_DDP.py:104, 513)

@@ -15,7 +15,7 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.examples import (
     CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
 )
 from .support.load_sites import load_sites
 from .support.loaded_values import loaded_into_place, read_as_numpy, restores_scheduler
@@ -213,12 +213,14 @@ class LoadWithoutMapLocation(Rule):
             "    return torch.load(path, map_location=location)\n"
         ),
         global_path_saves('"cpu"')[0],  # a script's test() reloads what its train() saved to a module-level path
+        UNREACHED_LOADS[0],  # a helper nothing in the project calls never runs
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
         scheduler_states(KEEP_SAVED)[1], ray_trainables()[1],
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
+        *UNREACHED_LOADS[1],  # the same helper, checked by the setting, in a package, or named by the README
         # nothing shows where the state goes: the saved device is kept where it exists
         Invalid(
             'import torch\nstate = torch.load("model.pt")\n',
@@ -243,7 +245,7 @@ class LoadWithoutMapLocation(Rule):
         # the saver's file, loaded by a function that built none: an earlier (GPU) run wrote it
         Invalid(
             "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",
-            files={"utils/tools.py": EARLY_STOPPING},
+            files={"utils/tools.py": EARLY_STOPPING, "main.py": "from example import test\n"},
             fixed="import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth', map_location=\"cpu\"))\n",
         ),
         # tested before training too: the first test reads what an earlier run saved

@@ -198,7 +198,10 @@ _SOLVER = "import torch\n\nclass Solver:\n    def __init__(self, args):\n       
 OPTION_OF_THE_IMPORTER = Invalid(
     _SOLVER,
     files={
-        "train.py": "import argparse\nfrom example import Solver\np = argparse.ArgumentParser()\np.add_argument('--use_cuda', type=int, default=1)\n",
+        "train.py": (
+            "import argparse\nfrom example import Solver\np = argparse.ArgumentParser()\np.add_argument('--use_cuda', type=int, default=1)\n"
+            "print(Solver(p.parse_args()).run(0))\n"
+        ),
         "separate.py": "import argparse\np = argparse.ArgumentParser()\np.add_argument('--use_cuda', type=int, default=0)\n",
     },
     fixed="import torch\n\n" + DEVICE + _SOLVER[len("import torch\n"):].replace("x.cuda()", "x.to(device)"),
@@ -207,9 +210,30 @@ OPTION_OF_THE_IMPORTER = Invalid(
 #: facebookresearch/DeepSDF@48c19b8 train_deep_sdf.py:307, reconstruct.py:145: helpers defined in
 #: a function or a script's main block that never names them again never run; one it calls does.
 _HELPER = "    def empirical_stat(vecs):\n        return torch.zeros(0).cuda()\n"
+#: A method only an unreached method calls never runs either (LTH14/mar@fe470ac
+#: diffusion/gaussian_diffusion.py:624-671: ``ddim_sample_loop`` nothing calls, then its loop).
+_SAMPLER = (
+    "import torch\n\n\nclass Diffusion:\n    def sample(self, n):\n        return torch.randn(n)\n\n"
+    "    def ddim_sample(self, n):\n        return self.ddim_loop(n)\n\n    def ddim_loop(self, n):\n        return torch.randn(n).cuda()\n"
+)
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
+    Valid(_SAMPLER, files={"sample.py": "from example import Diffusion\nprint(Diffusion().sample(4))\n"}),
+)
+#: TDV501's: a helper nothing in the project calls (hszhao/PointWeb@f31fe05 util/pt_util.py:389
+#: ``load_checkpoint``), and what still checks it: the setting, a package others install, a
+#: README that names it.
+_LOADER = "import torch\n\n\ndef load_checkpoint(model, path):\n    model.load_state_dict(torch.load(path))\n\n\ndef train(model):\n    return model\n"
+_LOADER_USER = {"train.py": "import torch\nfrom example import train\ntrain(torch.nn.Linear(2, 2))\n"}
+_LOADER_FIXED = _LOADER.replace("torch.load(path)", 'torch.load(path, map_location="cpu")')
+UNREACHED_LOADS = (
+    Valid(_LOADER, files=_LOADER_USER),
+    (
+        Invalid(_LOADER, files=_LOADER_USER, config={"check-unreached": True}, fixed=_LOADER_FIXED),
+        Invalid(_LOADER, files={**_LOADER_USER, "pyproject.toml": "[project]\nname = 'example'\n"}, fixed=_LOADER_FIXED),
+        Invalid(_LOADER, files={**_LOADER_USER, "README.md": "Resume with `load_checkpoint(model, path)`.\n"}, fixed=_LOADER_FIXED),
+    ),
 )
 #: A function moving to CUDA under a flag, and a script passing it a name bound to ``{}``
 #: (tomgoldstein/loss-landscape@64ef4d5 cifar10/main.py:34-35,175,259: ``net.train()``, which it

@@ -1,0 +1,204 @@
+"""Code nothing runs: definitions of the project no reachable code calls or names.
+
+A line is a hazard when it raises on a machine without CUDA as the program runs; a function
+nothing calls never runs (hszhao/PointWeb@f31fe05 util/pt_util.py:389 ``load_checkpoint``,
+facebookresearch/SlowFast@287ec00 slowfast/utils/bn_helper.py:12), nor does a method only such
+code calls (LTH14/mar@fe470ac diffusion/gaussian_diffusion.py:624 ``ddim_sample_loop``, then
+``ddim_sample_loop_progressive``). Module-level code runs (a script, or a module's import), and
+so does every definition a call from running code may reach, to a fixed point. Conservative:
+a definition named anywhere other than by a call (a callback, a registry, a string, a re-export,
+a word of the project's docs, configs or notebooks), a decorated one, a dunder, and the methods
+of a class with bases (a framework may call them: ``forward``, ``training_step``) all run.
+A project that is a package others install keeps its definitions: its users call them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
+
+from .calls import ModuleCalls, package_names
+from .facts import ModuleFacts
+from .stored import regular_file_bytes
+
+Span = Tuple[int, int]
+#: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
+Definition = Tuple[str, str]
+
+
+def unreached_spans(facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]]) -> Dict[str, Tuple[Span, ...]]:
+    """By module path: the bodies of the functions and methods nothing reachable runs (a
+    definition's header runs at import: its defaults, its decorators), in the modules that are
+    part of a running program: imported by another (``imported``: the module names the
+    project's imports name), or scripts that call the project's definitions. A module of
+    definitions nothing imports is someone else's to call (a file being written, an API).
+    ``words_in_texts``: those of the given names the project's other texts hold."""
+    modules = {path: module.calls for path, module in facts.items()}
+    imported = {
+        part for module in facts.values() for origin in (*module.imports.values(), *module.star_imports)
+        for part in origin.replace(":", ".").split(".")[-2:]
+    }
+    stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
+    mentioned: Set[str] = set()
+    for calls in modules.values():
+        mentioned.update(calls.mentions)
+        mentioned.update(key.partition("@")[0] for key in calls.escaped)
+    defined = {name.rpartition(".")[2] for calls in modules.values() for name in calls.definitions}
+    running = {path for path, calls in modules.items() if stems[path] in imported or _runs_definitions(calls, defined)}
+    candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
+    if not candidates:
+        return {}
+    # a definition, or its module, that a README, a config or a notebook names is the users' to call
+    in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates} | {stems[path] for path, _ in candidates})
+    candidates = {(path, name) for path, name in candidates if name.rpartition(".")[2] not in in_texts and stems[path] not in in_texts}
+    reached = _reached(modules, stems, candidates)
+    spans: Dict[str, List[Span]] = {}
+    for path, name in candidates - reached:
+        _first, last, _decorated, body, _based = modules[path].definitions[name]
+        spans.setdefault(path, []).append((body, last))
+    return {path: tuple(sorted(set(found))) for path, found in spans.items()}
+
+
+def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[Definition]:
+    """The functions, and methods of classes without bases, that may be unreached: not
+    decorated, not named other than by a call, not a dunder, not in a module of tests (a test
+    runner calls them). Classes are not: a registry may find them by name (``__subclasses__``,
+    a module's ``__dict__``: junyanz/BicycleGAN@40b9d52 models/__init__.py)."""
+    found: Set[Definition] = set()
+    for path, calls in modules.items():
+        if _is_test_module(path):
+            continue
+        definitions = calls.definitions
+        for name, (_first, _last, decorated, _body, based) in definitions.items():
+            owner, dot, own = name.rpartition(".")
+            if decorated or based or own in mentioned or (own.startswith("__") and own.endswith("__")):
+                continue
+            if not dot and any(other.startswith(name + ".") for other in definitions):
+                continue  # a class
+            if dot and (owner not in definitions or definitions[owner][4] or definitions[owner][2]):
+                continue  # a method of a class with bases, or of a decorated class
+            found.add((path, name))
+    return found
+
+
+def _runs_definitions(calls: ModuleCalls, defined: Set[str]) -> bool:
+    """Whether the module's own statements call a definition of the project (a script)."""
+    return any(
+        key.partition("@")[0] in defined and any(not record.caller for record in records) for key, records in calls.sites.items()
+    )
+
+
+def _is_test_module(path: str) -> bool:
+    """A module of tests (``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``)."""
+    folder, name = os.path.split(path)
+    return name.startswith("test") or name.endswith("_test.py") or name == "conftest.py" or os.path.basename(folder) in ("test", "tests")
+
+
+def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candidates: Set[Definition]) -> Set[Definition]:
+    """The candidates a call from running code may reach, to a fixed point: a call reaches
+    every candidate of its name in a module its origin allows (``name@stem``, as the project's
+    calls are keyed), and running code is module-level code or a reached definition."""
+    packages = package_names(dict(stems))
+    by_key: Dict[str, List[Definition]] = {}
+    for path, name in candidates:
+        own = name.rpartition(".")[2]
+        by_key.setdefault(own, []).append((path, name))
+    # (calling module, caller) -> the candidates its calls may reach
+    calls_of: Dict[Tuple[str, str], Set[Definition]] = {}
+    for path, calls in modules.items():
+        for key, records in calls.sites.items():
+            name, _, origin = key.partition("@")
+            targets = [
+                target for target in by_key.get(name, ())
+                if not origin or origin in packages or (origin == "." and target[0] == path)
+                or (origin != "." and origin in (stems[target[0]], os.path.basename(os.path.dirname(target[0]))))
+            ]
+            if targets:
+                for record in records:
+                    calls_of.setdefault((path, record.caller), set()).update(targets)
+    reached: Set[Definition] = set()
+    running = [caller for caller in calls_of if _runs(caller, candidates, reached)]
+    seen = set(running)
+    while running:
+        for target in calls_of.get(running.pop(), ()):
+            if target in reached:
+                continue
+            reached.add(target)
+            for caller in _callers_within(target, calls_of):
+                if caller not in seen and _runs(caller, candidates, reached):
+                    seen.add(caller)
+                    running.append(caller)
+    return reached
+
+
+def _callers_within(definition: Definition, calls_of: Mapping[Tuple[str, str], Set[Definition]]) -> Iterable[Tuple[str, str]]:
+    """The callers (as calls are keyed) that run once ``definition`` does: itself, and for a
+    class its methods."""
+    path, name = definition
+    prefix = name + "."
+    return [caller for caller in calls_of if caller[0] == path and (caller[1] == name or caller[1].startswith(prefix))]
+
+
+def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Definition]) -> bool:
+    """Whether code of ``caller`` (module level, a definition, ``Class.method``) runs."""
+    path, name = caller
+    if not name:
+        return True
+    for part in (name, name.partition(".")[0]):
+        if (path, part) in candidates and (path, part) not in reached:
+            return False
+    return True
+
+
+#: Texts besides modules, configs and docs that may name a definition (a notebook's cell, a JSON
+#: config's class name, a command in a text file).
+TEXT_SUFFIXES = (".ipynb", ".json", ".cfg", ".ini", ".toml", ".txt")
+#: A project with more texts than this keeps all its definitions (they are not all read).
+MAX_TEXTS = 2000
+#: Texts larger than this are data: not read.
+MAX_TEXT_BYTES = 1 << 20
+#: A word of a text: a name it may call by (``python -c "from utils import f; f()"``).
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+
+
+class TextWords:
+    """Which names the project's texts hold as a word, each text read once, each name asked
+    once (an editor asks again at every change of a module)."""
+
+    def __init__(self, texts: Iterable[Path]) -> None:
+        self.texts = list(texts)
+        self._known: Dict[str, bool] = {}
+
+    def __call__(self, names: Set[str]) -> Set[str]:
+        unknown = names - self._known.keys()
+        if unknown:
+            wanted = {name.encode() for name in unknown}
+            found: Set[bytes] = set()
+            for text in self.texts:
+                data = regular_file_bytes(text, MAX_TEXT_BYTES)
+                if data is not None:
+                    found.update(wanted.intersection(_WORD.findall(data)))
+                    if found == wanted:
+                        break
+            self._known.update((name, name.encode() in found) for name in unknown)
+        return {name for name in names if self._known[name]}
+
+
+def package_like(root: Path) -> bool:
+    """Whether the project at ``root`` is a package others install and call: ``pyproject.toml``
+    declaring a project, ``setup.cfg`` its metadata, or a ``setup.py`` that packages modules."""
+    for name, marks in _PACKAGE_MARKS:
+        data = regular_file_bytes(root / name, MAX_TEXT_BYTES)
+        if data is not None and any(mark in data for mark in marks):
+            return True
+    return False
+
+
+#: What a root file declaring an installable package holds.
+_PACKAGE_MARKS = (
+    ("pyproject.toml", (b"[project]", b"[tool.poetry]", b"[tool.flit")),
+    ("setup.cfg", (b"[metadata]",)),
+    ("setup.py", (b"packages=", b"packages =", b"py_modules")),
+)

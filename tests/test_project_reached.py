@@ -1,0 +1,81 @@
+"""Code nothing runs is not reported (``project/reached.py``): a function or method no running
+code calls or names, in a module that is part of the program. Whatever may call it unseen keeps
+it checked: a name, a string, an alias, a test runner, a README, a package's users."""
+
+from pathlib import Path
+
+from torchdevice_lint.model.settings import Settings
+from tests.project_files import project_findings
+
+LOADER = "import torch\n\n\ndef load_checkpoint(path):\n    return torch.load(path).cuda()\n\n\ndef train():\n    return 1\n"
+TRAIN = "from utils import train\ntrain()\n"
+
+
+def codes(root: Path, files: dict, checked: str = "utils.py", unreached: bool = False):
+    return [f.code for f in project_findings(root, files, checked, Settings(check_unreached=unreached))]
+
+
+def test_a_helper_nothing_calls_is_not_reported(tmp_path):
+    assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN}) == []
+
+
+def test_the_setting_reports_it(tmp_path):
+    assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN}, unreached=True) == ["TDV501", "TDV101"]
+
+
+def test_a_call_from_running_code_reports_it(tmp_path):
+    files = {"utils.py": LOADER, "train.py": TRAIN + "from utils import load_checkpoint\nload_checkpoint('a.pt')\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_a_call_only_from_unreached_code_does_not(tmp_path):
+    # LTH14/mar@fe470ac: ddim_sample_loop nothing calls, then the loop only it calls
+    sampler = (
+        "import torch\n\n\nclass Diffusion:\n    def sample(self, n):\n        return torch.randn(n)\n\n"
+        "    def ddim(self, n):\n        return self.ddim_loop(n)\n\n    def ddim_loop(self, n):\n        return torch.randn(n).cuda()\n"
+    )
+    files = {"diffusion.py": sampler, "train.py": "from diffusion import Diffusion\nDiffusion().sample(2)\n"}
+    assert codes(tmp_path, files, "diffusion.py") == []
+    files["train.py"] += "Diffusion().ddim(2)\n"
+    assert codes(tmp_path, files, "diffusion.py") == ["TDV101"]
+
+
+def test_a_name_used_as_a_value_or_a_string_may_run_unseen(tmp_path):
+    for use in ("hooks = [load_checkpoint]\n", "name = 'load_checkpoint'\n"):
+        files = {"utils.py": LOADER + use, "train.py": TRAIN}
+        assert codes(tmp_path, files) == ["TDV501", "TDV101"], use
+
+
+def test_a_call_through_an_import_alias_reaches_it(tmp_path):
+    # Pang-Yatian/Point-MAE@7445a68 tools/__init__.py: from .runner_pretrain import run_net as pretrain_run_net
+    files = {"utils.py": LOADER, "train.py": TRAIN + "from utils import load_checkpoint as load\nload('a.pt')\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_a_module_cpython_cannot_parse_may_call_anything_it_names(tmp_path):
+    files = {"utils.py": LOADER, "train.py": TRAIN, "old.py": "from utils import *\nprint load_checkpoint('a.pt')\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_the_readme_naming_it_keeps_it(tmp_path):
+    files = {"utils.py": LOADER, "train.py": TRAIN, "README.md": "Resume with `load_checkpoint(path)`.\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_a_package_others_install_keeps_its_functions(tmp_path):
+    files = {"utils.py": LOADER, "train.py": TRAIN, "pyproject.toml": "[project]\nname = 'utils'\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_a_module_nothing_imports_is_someone_elses_to_call(tmp_path):
+    assert codes(tmp_path, {"utils.py": LOADER}) == ["TDV501", "TDV101"]
+
+
+def test_tests_are_called_by_their_runner(tmp_path):
+    test = "import torch\nimport utils\n\n\ndef test_cuda():\n    assert torch.zeros(1).cuda().sum() == 0\n"
+    assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN, "test_utils.py": test}, "test_utils.py") == ["TDV101"]
+
+
+def test_methods_of_a_class_with_bases_may_be_called_by_its_framework(tmp_path):
+    model = "import torch\n\n\nclass Net(torch.nn.Module):\n    def extra(self):\n        return torch.zeros(1).cuda()\n"
+    assert codes(tmp_path, {"net.py": model, "train.py": "from net import Net\nNet()\n"}, "net.py") == ["TDV101"]
