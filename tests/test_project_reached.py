@@ -77,5 +77,41 @@ def test_tests_are_called_by_their_runner(tmp_path):
 
 
 def test_methods_of_a_class_with_bases_may_be_called_by_its_framework(tmp_path):
-    model = "import torch\n\n\nclass Net(torch.nn.Module):\n    def extra(self):\n        return torch.zeros(1).cuda()\n"
+    model = "import torch\nimport lightning\n\n\nclass Net(lightning.LightningModule):\n    def training_step(self):\n        return torch.zeros(1).cuda()\n"
     assert codes(tmp_path, {"net.py": model, "train.py": "from net import Net\nNet()\n"}, "net.py") == ["TDV101"]
+
+
+def test_nn_module_calls_only_its_own_hooks(tmp_path):
+    # yuqinie98/PatchTST@204c21e layers/AutoCorrelation.py:87 time_delay_agg_full, which nothing calls
+    model = (
+        "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n\n"
+        "    def full(self, x):\n        return x.cuda()\n"
+    )
+    files = {"net.py": model, "train.py": "from net import Net\nNet()\n"}
+    assert [f.location.row for f in project_findings(tmp_path, files, "net.py", Settings())] == [6]  # forward's
+
+
+LOSSES = (
+    "import torch\n\n\nclass FocalLoss(torch.nn.Module):\n    weight = torch.ones(1).cuda()\n\n"
+    "    def forward(self, x):\n        return x * torch.ones(1).cuda()\n\n\nclass Loss:\n    def __call__(self, x):\n        return x\n"
+)
+
+
+def test_a_class_nothing_constructs_leaves_its_methods_out_not_its_own_statements(tmp_path):
+    # WongKinYiu/yolov7@a207844 utils/loss.py: ComputeLossBinOTA, APLoss nothing builds
+    files = {"loss.py": LOSSES, "train.py": "from loss import Loss\nLoss()(1)\n"}
+    assert [f.location.row for f in project_findings(tmp_path, files, "loss.py", Settings())] == [5]
+
+
+def test_a_module_listing_names_may_build_any_class(tmp_path):
+    registry = "import importlib\n\nMODELS = vars(importlib.import_module('loss'))\n"
+    files = {"loss.py": LOSSES, "train.py": "from loss import Loss\nLoss()(1)\n", "registry.py": registry}
+    assert [f.location.row for f in project_findings(tmp_path, files, "loss.py", Settings())] == [5, 8]
+
+
+def test_a_readme_naming_its_file_keeps_a_module(tmp_path):
+    # ZhaoJ9014/face.evoLVe@a9897bd README.md:497 "Feature extraction API ./util/extract_feature_v1.py"
+    files = {"utils.py": LOADER, "train.py": TRAIN, "README.md": "Our helpers: see `utils.py`. The loss is in loss.py.\n"}
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+    files["README.md"] = "Our utils: see the loss, my_utils.py.\n"  # the word, another file: not this one
+    assert codes(tmp_path, files) == []

@@ -31,6 +31,13 @@ def test_a_loss_keeping_a_plain_tensor_is_proven():
     assert proven(source) == {"Loss"}
 
 
+def test_an_f_string_docstring_with_nothing_to_format_is_a_docstring():
+    # Julie-tang00/Point-BERT@ce5a6e1 extensions/chamfer_dist/__init__.py:61-66
+    source = "class Loss(nn.Module):\n    f\'\'\' Chamfer Distance L1\n    \'\'\'\n    def __init__(self, ignore_zeros=False):\n        super().__init__()\n        self.ignore_zeros = ignore_zeros\n"
+    assert proven(source) == {"Loss"}
+    assert proven(source.replace("L1", "{nn.Linear(2, 2)}")) == set()
+
+
 def test_a_subclass_of_a_proven_class_is_proven():
     assert proven("class Base(nn.Module):\n    pass\n\nclass Loss(Base):\n    pass\n") == {"Base", "Loss"}
 

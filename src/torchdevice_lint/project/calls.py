@@ -72,7 +72,8 @@ class ModuleCalls:
     escaped: List[str] = field(default_factory=list)
     #: Top-level functions and classes, and methods (``Class.method``) -> ``DEFINITION_SHAPE``:
     #: ``[first line, last line, decorated (a decorator may call it unseen: @register), first
-    #: line of the body, a class with bases (a framework may call its methods unseen)]``.
+    #: line of the body, FUNCTION, PLAIN_CLASS, MODULE_CLASS or BASED_CLASS (a framework may call
+    #: the methods of a class with other bases unseen)]``.
     definitions: Dict[str, list] = field(default_factory=dict)
     #: Functions started once per GPU: ``mp.spawn(worker, nprocs=torch.cuda.device_count())``.
     workers: List[str] = field(default_factory=list)
@@ -103,8 +104,15 @@ def keyed(name: str, origin: Optional[str]) -> str:
     return f"{name}@{origin}" if origin else name
 
 
-#: The types of a ``ModuleCalls.definitions`` entry.
-DEFINITION_SHAPE = (int, int, bool, int, bool)
+#: Calls that import modules by a computed name or list a namespace (``importlib.import_module``,
+#: ``globals()``, ``Base.__subclasses__()``): a module that makes one may find any class by what
+#: it is, not by its name (junyanz/BicycleGAN@40b9d52 models/__init__.py:25 iterates the
+#: ``__dict__`` of a module ``import_module`` gave it).
+ENUMERATING = frozenset({"import_module", "__import__", "globals", "__subclasses__"})
+#: The types of a ``ModuleCalls.definitions`` entry, and the kinds of definition its last holds.
+DEFINITION_SHAPE = (int, int, bool, int, int)
+#: ``MODULE_CLASS``: bases that are all ``nn.Module``, which calls only its own hooks by name.
+FUNCTION, PLAIN_CLASS, BASED_CLASS, MODULE_CLASS = 0, 1, 2, 3
 
 
 #: What ``_passed`` names ``torch.cuda.is_available()`` by: a flag false wherever CUDA is missing

@@ -24,7 +24,7 @@ from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
 from ..knowledge.cst_distributed import PROCESS_COUNTS
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
-from .calls import OWN, ModuleCalls
+from .calls import BASED_CLASS, FUNCTION, MODULE_CLASS, OWN, PLAIN_CLASS, ModuleCalls
 
 Span = Tuple[int, int]
 #: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
@@ -226,8 +226,11 @@ def definitions(tree: ast.Module) -> Dict[str, list]:
 def _definition(node: ast.AST) -> list:
     """``ModuleCalls.definitions``'s entry of a function or class."""
     first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
-    based = type(node) is ast.ClassDef and any(not (type(base) is ast.Name and base.id == "object") for base in node.bases)
-    return [first, node.end_lineno or node.lineno, bool(node.decorator_list), node.body[0].lineno, based]
+    kind = FUNCTION
+    if type(node) is ast.ClassDef:
+        bases = [base for base in node.bases if not (type(base) is ast.Name and base.id == "object")]
+        kind = PLAIN_CLASS if not bases else MODULE_CLASS if all(last_name(base) == "Module" for base in bases) else BASED_CLASS
+    return [first, node.end_lineno or node.lineno, bool(node.decorator_list), node.body[0].lineno, kind]
 
 
 def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Span, ...]]:

@@ -23,7 +23,7 @@ from ..knowledge.file_names import bound_file_names, file_names, moves_to_cpu, s
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import last_name, literal_string, nodes_below, parameter_names
-from .calls import ModuleCalls, availability_names, origins, read_call, read_node, reexports
+from .calls import ENUMERATING, ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
@@ -154,6 +154,10 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if kind is Call:
                 callees.add(id(node.func))
                 found.append((node, caller))
+                if last_name(node.func) in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
+                    mentions.add(last_name(node.func))
+                elif type(node.func) is Name and node.func.id == "super" and node.args:
+                    callees.add(id(node.args[0]))  # ``super(Net, self)`` names its own class
                 path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)
                 if caller and len(node.args) > 1 and _torch_save(node.func):
                     _read_class_save(caller.partition(".")[0], node.args[1], root, facts, tree)

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
 
-from .calls import ModuleCalls, package_names
+from .calls import ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
 from .facts import ModuleFacts
 from .stored import regular_file_bytes
 
@@ -50,35 +50,52 @@ def unreached_spans(facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[
     candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
     if not candidates:
         return {}
-    # a definition, or its module, that a README, a config or a notebook names is the users' to call
-    in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates} | {stems[path] for path, _ in candidates})
-    candidates = {(path, name) for path, name in candidates if name.rpartition(".")[2] not in in_texts and stems[path] not in in_texts}
+    # a definition, or its file, that a README, a config or a notebook names is the users' to call
+    in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates} | {stems[path] + ".py" for path, _ in candidates})
+    candidates = {(path, name) for path, name in candidates if name.rpartition(".")[2] not in in_texts and stems[path] + ".py" not in in_texts}
     reached = _reached(modules, stems, candidates)
     spans: Dict[str, List[Span]] = {}
     for path, name in candidates - reached:
-        _first, last, _decorated, body, _based = modules[path].definitions[name]
-        spans.setdefault(path, []).append((body, last))
+        definitions = modules[path].definitions
+        if definitions[name][4] == FUNCTION:
+            spans.setdefault(path, []).append((definitions[name][3], definitions[name][1]))
+        else:  # a class's own statements run at import: its methods' bodies do not
+            prefix = name + "."
+            spans.setdefault(path, []).extend((body, last) for method, (_, last, _, body, _) in definitions.items() if method.startswith(prefix))
     return {path: tuple(sorted(set(found))) for path, found in spans.items()}
 
 
+#: The methods ``nn.Module`` calls on a subclass by name (``__call__``, ``repr``, ``state_dict``,
+#: ``load_state_dict``, ``.to()``, ``DataParallel``).
+MODULE_HOOKS = frozenset({
+    "forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_apply", "_replicate_for_data_parallel",
+    "_get_name", "_named_members", "reset_parameters",
+})
+
+
 def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[Definition]:
-    """The functions, and methods of classes without bases, that may be unreached: not
+    """The functions, classes and methods of classes without bases that may be unreached: not
     decorated, not named other than by a call, not a dunder, not in a module of tests (a test
-    runner calls them). Classes are not: a registry may find them by name (``__subclasses__``,
-    a module's ``__dict__``: junyanz/BicycleGAN@40b9d52 models/__init__.py)."""
+    runner calls them). Classes are not where a module lists a namespace's names (a registry
+    may find them by what they are: ``ENUMERATING``), and a class's methods are not where it
+    has bases other than ``nn.Module`` (its framework may call them: ``training_step``), nor
+    the hooks ``nn.Module`` calls (``forward``)."""
+    enumerating = not ENUMERATING.isdisjoint(mentioned)
     found: Set[Definition] = set()
     for path, calls in modules.items():
         if _is_test_module(path):
             continue
         definitions = calls.definitions
-        for name, (_first, _last, decorated, _body, based) in definitions.items():
+        for name, (_first, _last, decorated, _body, kind) in definitions.items():
             owner, dot, own = name.rpartition(".")
-            if decorated or based or own in mentioned or (own.startswith("__") and own.endswith("__")):
+            if decorated or own in mentioned or (own.startswith("__") and own.endswith("__")):
                 continue
-            if not dot and any(other.startswith(name + ".") for other in definitions):
-                continue  # a class
-            if dot and (owner not in definitions or definitions[owner][4] or definitions[owner][2]):
-                continue  # a method of a class with bases, or of a decorated class
+            if kind != FUNCTION and enumerating:
+                continue
+            if dot and (owner not in definitions or definitions[owner][2] or not (
+                definitions[owner][4] == PLAIN_CLASS or (definitions[owner][4] == MODULE_CLASS and own not in MODULE_HOOKS)
+            )):
+                continue  # a method its class's framework may call, or of a decorated class
             found.add((path, name))
     return found
 
@@ -175,11 +192,13 @@ class TextWords:
         unknown = names - self._known.keys()
         if unknown:
             wanted = {name.encode() for name in unknown}
+            files = {name for name in wanted if b"." in name}  # ``extract_feature_v1.py``: a file name
             found: Set[bytes] = set()
             for text in self.texts:
                 data = regular_file_bytes(text, MAX_TEXT_BYTES)
                 if data is not None:
                     found.update(wanted.intersection(_WORD.findall(data)))
+                    found.update(name for name in files - found if re.search(rb"(?<![\w-])" + re.escape(name), data))
                     if found == wanted:
                         break
             self._known.update((name, name.encode() in found) for name in unknown)

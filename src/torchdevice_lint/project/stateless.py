@@ -83,10 +83,16 @@ def _holds_nothing(cls: ast.ClassDef, imports: Mapping[str, str], held: _Held) -
             if statement.value is not None and not _constant(statement.value):
                 return False
         elif not isinstance(statement, (ast.Expr, ast.Pass, ast.ClassDef)) or (
-            isinstance(statement, ast.Expr) and not isinstance(statement.value, ast.Constant)
+            isinstance(statement, ast.Expr) and not _inert(statement.value)
         ):
             return False
     return not (held.arguments & held.called)
+
+
+def _inert(value: ast.expr) -> bool:
+    """A docstring, also one written as an f-string with nothing to format (Julie-tang00/Point-BERT
+    @ce5a6e1 extensions/chamfer_dist/__init__.py:62 ``f''' Chamder Distance L1 '''``)."""
+    return type(value) is ast.Constant or (type(value) is ast.JoinedStr and all(type(part) is ast.Constant for part in value.values))
 
 
 def _method_keeps_constants(method: ast.AST, imports: Mapping[str, str], held: _Held) -> bool:
