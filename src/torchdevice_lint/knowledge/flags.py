@@ -138,7 +138,7 @@ class FlagDefaults:
             key = ("attribute", flag.attr.value)
         elif isinstance(flag, cst.Name):
             if function is not None and flag.value in parameter_names(function) and not _rebound_first(function, flag.value):
-                return False
+                return turned_off_first(function, flag.value)
             key = ("name", flag.value)
         else:
             return False
@@ -313,13 +313,42 @@ def _rebound_first(function: cst.FunctionDef, name: str) -> bool:
     """Whether the function's first statement (after its docstring) binds the parameter ``name``
     again, so that what a caller passes is read only through it (facebookresearch/ijepa@52c1ae9
     src/utils/logging.py:13 ``log_timings = log_timings and torch.cuda.is_available()``)."""
-    statements = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
-    if statements and isinstance(statements[0], cst.SimpleStatementLine) and isinstance(statements[0].body[0], cst.Expr):
-        statements = statements[1:]  # the docstring
+    statements = _statements(function)
     first = statements[0].body[0] if statements and isinstance(statements[0], cst.SimpleStatementLine) else None
     return isinstance(first, cst.Assign) and len(first.targets) == 1 and isinstance(first.targets[0].target, cst.Name) and (
         first.targets[0].target.value == name
     )
+
+
+def turned_off_first(function: cst.CSTNode, name: str) -> bool:
+    """Whether the function first turns the parameter ``name`` off where CUDA is missing
+    (yuqinie98/PatchTST@204c21e PatchTST_self_supervised/src/basics.py:54 ``if not
+    torch.cuda.is_available(): use_cuda = False``, src/learner.py:385 ``device = "cpu"``): past
+    that, it is true, or CUDA, only where CUDA is."""
+    statements = _statements(function) if isinstance(function, cst.FunctionDef) else []
+    first = statements[0] if statements else None
+    if not (isinstance(first, cst.If) and first.orelse is None and isinstance(first.test, cst.UnaryOperation)):
+        return False
+    asked = first.test.expression
+    if not (isinstance(first.test.operator, cst.Not) and isinstance(asked, cst.Call) and last_name(asked.func) == "is_available"):
+        return False
+    if not (isinstance(asked.func, cst.Attribute) and last_name(asked.func.value) == "cuda"):
+        return False
+    body = [small for line in first.body.body if isinstance(line, cst.SimpleStatementLine) for small in line.body]
+    return len(body) == len(first.body.body) and bool(body) and all(
+        isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        and small.targets[0].target.value == name
+        and ((isinstance(small.value, cst.Name) and small.value.value in ("False", "None")) or string_value(small.value) == "cpu")
+        for small in body
+    )
+
+
+def _statements(function: cst.FunctionDef) -> list:
+    """The function's statements after its docstring."""
+    statements = list(function.body.body) if isinstance(function.body, cst.IndentedBlock) else []
+    if statements and isinstance(statements[0], cst.SimpleStatementLine) and isinstance(statements[0].body[0], cst.Expr):
+        statements = statements[1:]
+    return statements
 
 
 #: What every binding of a name in a module gives it: an availability check (or a conjunction

@@ -179,7 +179,7 @@ class UnguardedCudaApi(Rule):
             "    torch.cuda.set_device(local_rank)\n"
         ),
         Valid("import torch\nif args.distributed:\n    torch.cuda.set_device(args.gpu)\n"),
-        GPU_ONLY_CLASS,  # built only where `use_cuda = use_cuda and torch.cuda.is_available()` holds
+        *GPU_ONLY_CLASS,  # where `use_cuda = use_cuda and torch.cuda.is_available()` holds, or after `use_cuda = False` without CUDA
     )
     invalid = (
         GPU_CLASS_ON_BY_DEFAULT,

@@ -256,8 +256,13 @@ _GPU_ONLY_CLASS = (
     "class Forget(torch.nn.Module):\n    def forward(self, f, use_cuda=True):\n{}"
     "        return GPUForget().compile() if use_cuda else f\n"
 )
-GPU_ONLY_CLASS = Valid(
-    _GPU_ONLY_CLASS.format("        use_cuda = use_cuda and torch.cuda.is_available()\n"), files={"train.py": "from example import Forget\n"},
+GPU_ONLY_CLASS = (
+    Valid(_GPU_ONLY_CLASS.format("        use_cuda = use_cuda and torch.cuda.is_available()\n"), files={"train.py": "from example import Forget\n"}),
+    # the flag turned off first where CUDA is missing (yuqinie98/PatchTST@204c21e PatchTST_self_supervised/src/basics.py:52-56)
+    Valid(
+        "import torch\n\n\ndef default_device(use_cuda=True):\n    if not torch.cuda.is_available():\n        use_cuda = False\n"
+        "    return torch.device(torch.cuda.current_device()) if use_cuda else torch.device('cpu')\n"
+    ),
 )
 #: The same where the flag is the parameter alone (on by default): reported.
 GPU_CLASS_ON_BY_DEFAULT = Invalid(
@@ -418,3 +423,9 @@ def configured_flags(device: str) -> Tuple[Tuple[object, ...], Tuple[object, ...
         files={"configs/config.yaml": "# defaults\ncuda: True\nbatch_size: 16\n"},
     )
     return valid, (invalid,)
+#: A device parameter's CUDA default replaced first where CUDA is missing (yuqinie98/PatchTST@204c21e
+#: PatchTST_self_supervised/src/learner.py:381-386).
+DEFAULT_REPLACED = Valid(
+    "import torch\n\n\ndef load(fname, device='cuda'):\n    if not torch.cuda.is_available():\n        device = 'cpu'\n"
+    "    return torch.load(fname, map_location=device)\n"
+)
