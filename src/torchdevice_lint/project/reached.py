@@ -178,6 +178,8 @@ MAX_TEXTS = 2000
 MAX_TEXT_BYTES = 1 << 20
 #: A word of a text: a name it may call by (``python -c "from utils import f; f()"``).
 _WORD = re.compile(rb"[A-Za-z_]\w*")
+#: A module's file name in a text (``./util/extract_feature_v1.py``).
+_FILE_NAME = re.compile(rb"(?<![\w-])[A-Za-z_]\w*\.py(?!\w)")
 
 
 class TextWords:
@@ -198,7 +200,8 @@ class TextWords:
                 data = regular_file_bytes(text, MAX_TEXT_BYTES)
                 if data is not None:
                     found.update(wanted.intersection(_WORD.findall(data)))
-                    found.update(name for name in files - found if re.search(rb"(?<![\w-])" + re.escape(name), data))
+                    if files:
+                        found.update(files.intersection(_FILE_NAME.findall(data)))
                     if found == wanted:
                         break
             self._known.update((name, name.encode() in found) for name in unknown)
