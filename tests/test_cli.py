@@ -176,3 +176,15 @@ def test_a_latin1_files_code_frame_shows_its_characters_with_the_caret_under_the
     caret = lines[lines.index(code) + 1]
     assert code == '3 | s = "café"; x = torch.zeros(2).cuda()'
     assert caret.index("^") == code.index("torch.zeros") and caret.count("^") == len("torch.zeros(2).cuda()")
+
+
+def test_a_file_declaring_a_codec_that_only_backports_syntax_is_read_as_utf8(tmp_path):
+    # twni2016/pomdp-baselines@28cb5dd torchkit/pytorch_utils.py:1; an unknown codec stays an error
+    (tmp_path / "fs.py").write_text('# -*- coding: future_fstrings -*-\nimport torch\nx = torch.zeros(1).cuda()\nprint(f"é {x}")\n')
+    (tmp_path / "odd.py").write_text("# -*- coding: no_such_codec -*-\nx = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "torchdevice_lint", "check", "--no-cache", "--output-format", "concise", "fs.py", "odd.py"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )
+    assert "fs.py:3:5: TDV101" in done.stdout
+    assert "odd.py: error: cannot decode file: unknown encoding: no_such_codec" in done.stderr

@@ -33,11 +33,11 @@ import signal
 import stat
 import tempfile
 import threading
-import tokenize
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set
 
 from ..model.errors import FileProblem
+from ..syntax.ast_parse import source_encoding
 from .notebooks import Notebook, is_notebook, parse_notebook
 
 try:
@@ -89,7 +89,7 @@ def decode(path: str, raw: bytes) -> SourceFile:
         except FileProblem as error:
             raise SourceError(str(error)) from None
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+        encoding = source_encoding(raw)
         text = raw.decode(encoding)
     except (SyntaxError, LookupError, UnicodeDecodeError) as error:
         reason = error.msg if isinstance(error, SyntaxError) else str(error)

@@ -9,18 +9,16 @@ import ast
 import base64
 import dataclasses
 import hashlib
-import io
 import json
 import marshal
 import os
 import re
 import stat
-import tokenize
 import warnings
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
-from ..syntax.ast_parse import Unparsable, compile_python
+from ..syntax.ast_parse import Unparsable, compile_python, source_encoding
 from . import calls as project_calls
 from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, config_key, config_options
 from .facts import ModuleFacts, module_facts
@@ -138,8 +136,7 @@ def _text_as_checked(data: bytes) -> Optional[str]:
     """The text the checker reads from ``data`` (``app.sources.decode``: in the encoding its BOM or
     coding declaration names, else UTF-8), or None where it cannot decode it."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        return data.decode(source_encoding(data))
     except (SyntaxError, LookupError, UnicodeDecodeError):
         return None
 

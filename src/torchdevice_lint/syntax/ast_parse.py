@@ -12,6 +12,8 @@ Python as the interpreter running the tool understands it.
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 import warnings
 
 from ..model.errors import FileProblem
@@ -42,3 +44,22 @@ def compile_python(source: str) -> ast.Module:
         raise Unparsable(TOO_DEEP) from None
     except ValueError as error:  # "source code string cannot contain null bytes"
         raise Unparsable(f"cannot parse file: {error}") from None
+
+
+#: Source codecs that only rewrite newer syntax for older Pythons, reading UTF-8 as it is on any
+#: Python the tool runs on (twni2016/pomdp-baselines@28cb5dd torchkit/pytorch_utils.py:1
+#: ``# -*- coding: future_fstrings -*-``): installed, they register themselves; read as UTF-8 here.
+UTF8_SOURCE_CODECS = frozenset({"future_fstrings", "future_annotations"})
+
+
+def source_encoding(raw: bytes) -> str:
+    """The encoding the file's BOM or coding declaration names (PEP 263), else UTF-8. Raises
+    ``SyntaxError``/``LookupError`` as ``tokenize.detect_encoding`` does for a codec Python
+    does not know, but for ``UTF8_SOURCE_CODECS``."""
+    try:
+        return tokenize.detect_encoding(io.BytesIO(raw).readline)[0]
+    except SyntaxError as error:
+        named = (error.msg or "").rpartition("unknown encoding: ")[2].strip().replace("-", "_")
+        if named in UTF8_SOURCE_CODECS:
+            return "utf-8"
+        raise
