@@ -109,9 +109,11 @@ def test_the_build_folder_of_a_kernel_belongs_to_the_project_around_it(tmp_path)
 
 def test_a_module_cpython_cannot_parse_still_tells_what_it_imports(tmp_path):
     model = project(tmp_path, "True")
-    (tmp_path / "seg.py").write_text("from models.gan import (GAN,\n    Other)\nimport os, \\\n    sys\nprint 'python 2'\n")
+    (tmp_path / "seg.py").write_text("from models.gan import (GAN,\n    Other)\nimport numpy, \\\n    helpers\nprint 'python 2'\n")
     facts = Projects().of(str(model)).modules[str(tmp_path / "seg.py")]
-    assert facts.kernels["imports"] == {"GAN": ["models.gan.GAN", False], "Other": ["models.gan.Other", False]}
+    assert facts.kernels["imports"] == {
+        "GAN": ["models.gan.GAN", False], "Other": ["models.gan.Other", False], "helpers": ["helpers", False],
+    }
 
 
 def test_a_checkout_without_a_marker_is_the_folder_named_for_the_run(tmp_path):
