@@ -142,3 +142,27 @@ def test_functions_taken_from_the_kernel_module_drive_it(tmp_path):
     files = {"setup.py": setup, "im2mesh/dmc/ops/grid_pooling.py": wrapper}
     found = codes(tmp_path, files)
     assert found["im2mesh/dmc/ops/grid_pooling.py"] == [] and found["setup.py"] == ["TDV310"]
+
+
+def test_two_builds_of_one_kernel_are_reported_alike_whatever_the_hash_seed(tmp_path):
+    # autonomousvision/occupancy_networks@406f794: setup.py and im2mesh/dmc/ops/setup.py both build _cuda_ext
+    import subprocess
+    import sys
+
+    build = "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n\nsetup(ext_modules=[CUDAExtension('{}', ['k.cu'])])\n"
+    files = {
+        "setup.py": build.format("pkg.ops._cuda_ext"), "pkg/__init__.py": "", "pkg/ops/__init__.py": "",
+        "pkg/ops/setup.py": build.format("_cuda_ext"), "pkg/ops/layer.py": "import torch\nfrom ._cuda_ext import grid\n\n\ndef run(x):\n    return grid(x.cuda())\n",
+        "pkg/ops/test_layer.py": "import torch\nfrom pkg.ops.layer import run\nrun(torch.zeros(1).cuda())\n",
+    }
+    for name, code in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(code)
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-m", "torchdevice_lint", "check", "--no-cache", "--output-format", "concise", "."],
+            cwd=tmp_path, capture_output=True, text=True, env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outputs) == 1 and "TDV310" in outputs.pop()

@@ -75,7 +75,7 @@ class CudaOnlyCode:
             return
         users = {path: _uses(facts, kernels) for path, facts in modules.items() if facts}
         kernels -= {kernel for path, used in users.items() if modules[path]["tests_cpu"] for kernel in used}
-        driving: Dict[str, Dict[str, List[Span]]] = {kernel: {} for kernel in kernels}
+        driving: Dict[str, Dict[str, List[Span]]] = {kernel: {} for kernel in sorted(kernels)}
         whole: Dict[str, str] = {}  # module stem -> the kernel it cannot be imported without
         for path, used in users.items():
             for kernel, locals_ in used.items():
@@ -132,7 +132,7 @@ def _uses(facts: dict, kernels: Set[str]) -> Dict[str, List[str]]:
     """Kernel -> the module's local names bound to it."""
     used: Dict[str, List[str]] = {}
     for local, (dotted, _) in facts["imports"].items():
-        for kernel in kernels:
+        for kernel in sorted(kernels):  # a module may drive two builds of one kernel: the same one wins each run
             if names_kernel(dotted, kernel):
                 used.setdefault(kernel, []).append(local)
     return used

@@ -376,10 +376,10 @@ def parameter_calls(modules: Mapping[str, ModuleFacts]) -> Dict[str, tuple]:
         for key in facts.calls.escaped:
             unseen.update(_reached(key, stems[path], defined, packages))
         for key, records in facts.calls.sites.items():
-            for target in _reached(key, stems[path], defined, packages):
-                found.setdefault(target, []).extend(
-                    [r.positional, list(r.keywords), r.unpacked, _passed_in_caller(r, facts)] for r in records
-                )
+            targets = _reached(key, stems[path], defined, packages)  # each call read once, however many namesakes
+            calls = [[r.positional, list(r.keywords), r.unpacked, _passed_in_caller(r, facts)] for r in records] if targets else []
+            for target in targets:
+                found.setdefault(target, []).extend(calls)
     return {key: tuple(calls) for key, calls in sorted(found.items()) if key not in unseen}
 
 

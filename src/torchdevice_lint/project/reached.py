@@ -135,6 +135,12 @@ def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candi
             if targets:
                 for record in records:
                     calls_of.setdefault((path, record.caller), set()).update(targets)
+    # a definition -> the callers that run once it does: itself, and for a class its methods
+    within: Dict[Definition, List[Tuple[str, str]]] = {}
+    for caller in calls_of:
+        path, name = caller
+        for part in {name, name.partition(".")[0]}:
+            within.setdefault((path, part), []).append(caller)
     reached: Set[Definition] = set()
     running = [caller for caller in calls_of if _runs(caller, candidates, reached)]
     seen = set(running)
@@ -143,19 +149,11 @@ def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candi
             if target in reached:
                 continue
             reached.add(target)
-            for caller in _callers_within(target, calls_of):
+            for caller in within.get(target, ()):
                 if caller not in seen and _runs(caller, candidates, reached):
                     seen.add(caller)
                     running.append(caller)
     return reached
-
-
-def _callers_within(definition: Definition, calls_of: Mapping[Tuple[str, str], Set[Definition]]) -> Iterable[Tuple[str, str]]:
-    """The callers (as calls are keyed) that run once ``definition`` does: itself, and for a
-    class its methods."""
-    path, name = definition
-    prefix = name + "."
-    return [caller for caller in calls_of if caller[0] == path and (caller[1] == name or caller[1].startswith(prefix))]
 
 
 def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Definition]) -> bool:
