@@ -80,6 +80,14 @@ def test_a_readme_that_starts_a_launcher_changes_the_findings(tmp_path):
     assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
 
 
+def test_a_readme_in_plain_text_is_a_readme(tmp_path):
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    (folder / "train.py").write_text(RANKED)
+    (folder / "README.txt").write_text("torchrun --nproc_per_node=2 train.py\n")
+    assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
+
+
 def test_a_launcher_named_in_a_shell_script_or_a_module_counts(tmp_path):
     for name, text in (("scripts/dist.sh", "python -m torch.distributed.launch train.py\n"),
                        ("launch.py", "import subprocess\nsubprocess.run(['torchrun', 'train.py'])\n")):

@@ -94,7 +94,7 @@ class Project:
         self.texts: List[Path] = []  # besides its modules, configs and docs: ``reached.TextWords``
         self._text_words: Optional[TextWords] = None
         for file in project_files(root):
-            if file.suffix in TEXT_SUFFIXES:
+            if file.suffix in TEXT_SUFFIXES and not file.name.lower().startswith("readme"):  # README.txt: a doc
                 self.texts.append(file)
                 continue
             (files if file.suffix == ".py" else configs if file.suffix in CONFIG_SUFFIXES else docs).append(file)
