@@ -154,8 +154,9 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if kind is Call:
                 callees.add(id(node.func))
                 found.append((node, caller))
-                if last_name(node.func) in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
-                    mentions.add(last_name(node.func))
+                called = last_name(node.func)
+                if called in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
+                    mentions.add(called)
                 elif type(node.func) is Name and node.func.id == "super" and node.args:
                     callees.add(id(node.args[0]))  # ``super(Net, self)`` names its own class
                 path_name = _read_call(node, facts, context, root if type(root) in _FUNCTIONS else tree)

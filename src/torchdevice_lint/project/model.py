@@ -113,8 +113,8 @@ class Project:
         self._readme_folders = {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")}
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
-        #: Whether every module, config and doc is known (``_unreached`` reads them all).
-        self._all_texts_read = len(files) <= MAX_FILES and len(configs) <= MAX_CONFIGS and len(docs) <= MAX_CONFIGS
+        #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
+        self._reach_known = len(files) <= MAX_FILES and len(configs) <= MAX_CONFIGS and len(docs) <= MAX_CONFIGS
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
         #: The content hash of each file documenting how the project runs: they decide ``launch_scopes``.
@@ -232,11 +232,11 @@ class Project:
         return self._facts
 
     def _unreached(self) -> Dict[str, tuple]:
-        """``reached.unreached_spans``, where the project is no package and all its texts are read."""
+        """``reached.unreached_spans``, where the project is no package and its texts are all read."""
         if self._text_words is None:
             self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
-        complete = self._all_texts_read and len(self._text_words.texts) <= MAX_TEXTS
-        return unreached_spans(self.modules, self._text_words) if complete and not package_like(self.root) else {}
+            self._reach_known = self._reach_known and len(self._text_words.texts) <= MAX_TEXTS and not package_like(self.root)
+        return unreached_spans(self.modules, self._text_words) if self._reach_known else {}
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring

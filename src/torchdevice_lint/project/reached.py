@@ -21,7 +21,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
 
 from .calls import ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
 from .facts import ModuleFacts
-from .stored import regular_file_bytes
+from .stored import WORD, regular_file_bytes
 
 Span = Tuple[int, int]
 #: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
@@ -43,8 +43,7 @@ def unreached_spans(facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[
     stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
     mentioned: Set[str] = set()
     for calls in modules.values():
-        mentioned.update(calls.mentions)
-        mentioned.update(key.partition("@")[0] for key in calls.escaped)
+        mentioned.update(calls.mentions)  # a name used as a value (``calls.escaped``) among them
     defined = {name.rpartition(".")[2] for calls in modules.values() for name in calls.definitions}
     running = {path for path, calls in modules.items() if stems[path] in imported or _runs_definitions(calls, defined)}
     candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
@@ -174,8 +173,6 @@ TEXT_SUFFIXES = (".ipynb", ".json", ".cfg", ".ini", ".toml", ".txt")
 MAX_TEXTS = 2000
 #: Texts larger than this are data: not read.
 MAX_TEXT_BYTES = 1 << 20
-#: A word of a text: a name it may call by (``python -c "from utils import f; f()"``).
-_WORD = re.compile(rb"[A-Za-z_]\w*")
 #: A module's file name in a text (``./util/extract_feature_v1.py``).
 _FILE_NAME = re.compile(rb"(?<![\w-])[A-Za-z_]\w*\.py(?!\w)")
 
@@ -197,7 +194,7 @@ class TextWords:
             for text in self.texts:
                 data = regular_file_bytes(text, MAX_TEXT_BYTES)
                 if data is not None:
-                    found.update(wanted.intersection(_WORD.findall(data)))
+                    found.update(wanted.intersection(WORD.findall(data)))
                     if files:
                         found.update(files.intersection(_FILE_NAME.findall(data)))
                     if found == wanted:

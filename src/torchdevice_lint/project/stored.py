@@ -175,11 +175,12 @@ def unparsable_facts(data: bytes) -> ModuleFacts:
     model/pointweb/pointweb_seg.py, lyndonzheng/Pluralistic-Inpainting@034a758
     model/pluralistic_model.py call the project's functions)."""
     facts = module_facts(top_level_imports(data))
-    facts.calls.mentions = sorted({word.decode() for word in _WORD.findall(data)})
+    facts.calls.mentions = sorted({word.decode() for word in WORD.findall(data)})
     return facts
 
 
-_WORD = re.compile(rb"[A-Za-z_]\w*")
+#: A word of a file's bytes: a name it may use.
+WORD = re.compile(rb"[A-Za-z_]\w*")
 #: A top-level import's first line, in a module CPython cannot parse.
 _IMPORT_LINE = re.compile(rb"^(?:from\s+[\w.]+\s+import\b|import\s+\w)")
 
