@@ -3,7 +3,7 @@ launcher, as the project model reads and keeps them."""
 
 from pathlib import Path
 
-from torchdevice_lint.project.configs import MAX_CONFIG_BYTES, config_defaults, config_options, names_launcher
+from torchdevice_lint.project.configs import MAX_CONFIG_BYTES, config_defaults, config_options, names_launcher, plain_runs
 
 from tests.test_project_model import codes, stored_projects
 
@@ -78,6 +78,28 @@ def test_a_readme_that_starts_a_launcher_changes_the_findings(tmp_path):
     assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == []
     (folder / "README.md").write_text("torchrun --nproc_per_node=2 train.py\n")
     assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
+
+
+def test_a_script_the_readme_also_runs_plainly_keeps_the_default_rank(tmp_path):
+    """WongKinYiu/yolov7@a207844 README.md: ``python train.py --device 0`` for one GPU, and
+    ``torch.distributed.launch`` for several; a machine without a GPU makes the plain run."""
+    folder = tmp_path / "tree"
+    folder.mkdir()
+    (folder / "train.py").write_text(RANKED)
+    (folder / "README.md").write_text(
+        "python train.py --device 0\n\npython -m torch.distributed.launch --nproc_per_node 4 \\\n    train.py --device 0,1,2,3\n"
+    )
+    assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == []
+    (folder / "README.md").write_text("python -m torch.distributed.launch --nproc_per_node 4 \\\n    train.py\npython test.py\n")
+    assert codes(folder / "train.py", stored_projects(folder, tmp_path / "cache")) == ["TDV301"]
+
+
+def test_plain_runs_are_commands_without_a_launcher():
+    assert plain_runs(b"$ python3 -u tools/train.py --cfg a.yaml\nCUDA_VISIBLE_DEVICES=0 python ./eval.py\n") == {"tools/train.py", "eval.py"}
+    assert plain_runs(b"python -m torch.distributed.launch --nproc_per_node=2 train.py\n") == set()
+    assert plain_runs(b"torchrun --nproc_per_node 2 \\\n  python train.py\n") == set()  # one command, continued
+    assert plain_runs(b"python train.py --local_rank=0\n") == set()
+    assert plain_runs(b"see train.py; written in python\n") == set()
 
 
 def test_a_readme_in_plain_text_is_a_readme(tmp_path):

@@ -55,8 +55,9 @@ def about_devices(option: str) -> bool:
     return any(word in lowered for word in ("gpu", "cuda", "device"))
 
 
-#: Options a distributed launcher sets for each worker: -1 where the script runs alone.
-LAUNCHER_OPTIONS = frozenset({"local_rank"})
+#: Options a distributed launcher sets for each worker (-1 where the script runs alone), and
+#: those a distributed run is asked for with (mmcv's ``--launcher none``, ``--distributed``).
+LAUNCHER_OPTIONS = frozenset({"local_rank", "launcher", "distributed", "dist", "ddp", "use_ddp", "multiprocessing_distributed"})
 
 
 def means_no_gpu(option: str, default: object) -> bool:
@@ -70,7 +71,7 @@ def means_no_gpu(option: str, default: object) -> bool:
         counts = lowered.startswith(("n_", "num", "ngpu", "count")) or lowered.endswith(("gpus", "devices"))
         return default == -1 or (default == 0 and counts)
     if isinstance(default, str):  # ``--device ""`` often asks for the best device there is
-        named_gpus = "gpu" in option.lower() or "cuda" in option.lower()
+        named_gpus = "gpu" in option.lower() or "cuda" in option.lower() or option in LAUNCHER_OPTIONS
         return default.strip().lower() in (("-1", "cpu", "", "none") if named_gpus else ("-1", "cpu"))
     return isinstance(default, (list, tuple)) and not default
 

@@ -11,13 +11,20 @@ thunlp/ERNIE@514cbe4 code/run_tacred.py:369,400 takes ``--local_rank`` (default 
 NCCL only where it is not -1, but its README runs every script as plain ``python3``: only a
 distributed launcher (``torch.distributed.launch``, ``deepspeed``...) passes ``--local_rank``, and
 where no README, shell script or module of the project names one, the option keeps its default.
+
+WongKinYiu/yolov7@a207844 README.md runs ``train.py`` both ways, ``python train.py --device 0``
+for one GPU and ``python -m torch.distributed.launch ... train.py`` for several: a script a
+document also runs plainly keeps the default on the plain run, the one a machine without a GPU
+makes, so its ``if opt.local_rank != -1:`` branch (train.py:596) is off there too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-from typing import Dict, Iterable, Mapping
+from pathlib import Path
+from typing import Dict, Iterable, Mapping, Optional, Set
 
 from ..knowledge.option_values import about_devices
 
@@ -31,6 +38,8 @@ _LAUNCHERS = (b"torch.distributed.launch", b"torch.distributed.run", b"torchrun"
 #: The same where a word alone is not enough (read only where the first word is there: a regular
 #: expression over every module costs 14 times these searches).
 _LAUNCHER_COMMANDS = re.compile(rb"accelerate\s+launch|--local[_-]rank[= ]\d")
+#: A plain run of a script, ``python3 -u tools/train.py``: the script's path, as written.
+_PLAIN_RUN = re.compile(rb"\bpython[\d.]*(?:[ \t]+-[\w-]+)*[ \t]+([\w./-]+\.py)\b")
 #: Larger files are data, not settings: not read.
 MAX_CONFIG_BYTES = 256 * 1024
 #: A project with more config files than this reads none (a dataset of YAML annotations).
@@ -46,15 +55,6 @@ _CONFLICTING = object()
 def config_key(data: bytes) -> str:
     """The facts cache's key of a config file: not a module's key, even for the same bytes."""
     return "yaml:" + hashlib.sha256(data).hexdigest()
-
-
-def names_launcher(data: bytes) -> bool:
-    """Whether a file's bytes name a distributed launcher (a README's command, a shell script,
-    a module that builds the command or explains it in a docstring)."""
-    lowered = data.lower()
-    if any(word in lowered for word in _LAUNCHERS):
-        return True
-    return (b"accelerate" in lowered or b"--local" in lowered) and _LAUNCHER_COMMANDS.search(lowered) is not None
 
 
 def config_options(data: bytes) -> Dict[str, object]:
@@ -99,3 +99,71 @@ def config_defaults(configs: Iterable[Mapping[str, object]], defined: Iterable[s
             _agree(agreed, key, value)
     taken = set(defined)
     return {key: value for key, value in agreed.items() if value is not _CONFLICTING and key not in taken}
+
+
+def names_launcher(data: bytes) -> bool:
+    """Whether a file's bytes name a distributed launcher (a README's command, a shell script,
+    a module that builds the command or explains it in a docstring)."""
+    lowered = data.lower()
+    if any(word in lowered for word in _LAUNCHERS):
+        return True
+    return (b"accelerate" in lowered or b"--local" in lowered) and _LAUNCHER_COMMANDS.search(lowered) is not None
+
+
+def plain_runs(data: bytes) -> Set[str]:
+    """The scripts a file runs as plain ``python``, without a launcher on the same command."""
+    found = set()
+    for match in _PLAIN_RUN.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        while start > 1 and data[start - 2:start] == b"\\\n":  # a continued command: its first line
+            start = data.rfind(b"\n", 0, start - 2) + 1
+        end = data.find(b"\n", match.end())
+        while end != -1 and data[end - 1:end] == b"\\":
+            end = data.find(b"\n", end + 1)
+        if not names_launcher(data[start:end if end != -1 else len(data)]):
+            found.add(match.group(1).decode("utf-8", "replace").lstrip("./"))
+    return found
+
+
+class Launches:
+    """Where the project's documents start its modules: the folders a launcher starts, and the
+    scripts they run plainly, each in the part of the project its document speaks for (the
+    nearest folder above it with a README of its own: salesforce/CodeT5@2d7a3f3 runs
+    ``deepspeed`` in CodeT5+/ only), else the whole project."""
+
+    def __init__(self, top: Path, readme_folders: Iterable[Path], everywhere: bool = False) -> None:
+        self.top = top
+        self._readme_folders = set(readme_folders)
+        #: The folders whose modules a launcher may start (the whole project where it is too large to read).
+        self.scopes: Set[Path] = {top} if everywhere else set()
+        #: The scripts run plainly, by the folder their document speaks for.
+        self.plain: Dict[Path, Set[str]] = {}
+
+    def read(self, file: Path, data: Optional[bytes]) -> None:
+        """What one file (a document, a shell script, a module) says about launches."""
+        if data is None:
+            return
+        launches = self.top not in self.scopes and names_launcher(data)
+        runs = plain_runs(data)
+        if not (launches or runs):
+            return
+        folder = Path(os.path.abspath(file.parent))
+        scope = next((above for above in (folder, *folder.parents) if above in self._readme_folders or above == self.top), self.top)
+        if launches:
+            self.scopes.add(scope)
+        if runs:
+            self.plain.setdefault(scope, set()).update(runs)
+
+    def unlaunched(self, path: str) -> bool:
+        """Whether the module at ``path`` runs without a launcher: none starts its part of the
+        project, or a document runs it plainly."""
+        module = Path(path)
+        if not any(self._covers(scope, module) for scope in self.scopes):
+            return True
+        return any(
+            self._covers(scope, module) and module.as_posix().endswith("/" + script)
+            for scope, scripts in self.plain.items() for script in scripts
+        )
+
+    def _covers(self, scope: Path, module: Path) -> bool:
+        return scope == self.top or scope in module.parents

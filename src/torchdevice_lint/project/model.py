@@ -20,7 +20,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
-from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, config_defaults, config_key, names_launcher
+from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, Launches, config_defaults, config_key
 from .context import cuda_context_spans
 from .reached import TEXT_SUFFIXES, MAX_TEXTS, TextWords, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
@@ -106,23 +106,23 @@ class Project:
         #: The same for the YAML configs (``configs.py``), none where there are too many.
         self.config_hashes: Dict[str, Optional[str]] = {}
         self._unread: Dict[str, bytes] = {}
-        #: The folders whose modules a distributed launcher of the project may start (the whole
-        #: project where it is too large to read): ``configs.py`` says why that matters.
-        self._top = Path(os.path.abspath(root))
-        self.launch_scopes: Set[Path] = {self._top} if len(files) > MAX_FILES or len(docs) > MAX_CONFIGS else set()
-        self._readme_folders = {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")}
+        #: Where a distributed launcher may start the project's modules (``configs.Launches``).
+        self.launches = Launches(
+            Path(os.path.abspath(root)), {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")},
+            everywhere=len(files) > MAX_FILES or len(docs) > MAX_CONFIGS,
+        )
         for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
         #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
         self._reach_known = len(files) <= MAX_FILES and len(configs) <= MAX_CONFIGS and len(docs) <= MAX_CONFIGS
         for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
-        #: The content hash of each file documenting how the project runs: they decide ``launch_scopes``.
+        #: The content hash of each file documenting how the project runs: they decide ``launches``.
         self.doc_hashes: Dict[str, Optional[str]] = {}
-        for file in docs if self._top not in self.launch_scopes else ():
+        for file in docs if len(docs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
             data = regular_file_bytes(file, MAX_CONFIG_BYTES)
             self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
-            self._read_launches(file, data)
+            self.launches.read(file, data)
         self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes, **self.doc_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
@@ -131,25 +131,11 @@ class Project:
     def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> None:
         data = regular_file_bytes(file, limit)
         key = hashes[str(file)] = key_of(data) if data is not None else None
-        self._read_launches(file, data)
+        self.launches.read(file, data)
         if key is not None:
             self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
             if not self.cache.knows(key):
                 self._unread[str(file)] = data
-
-    def _read_launches(self, file: Path, data: Optional[bytes]) -> None:
-        """A file that names a launcher starts the modules of its part of the project: the
-        nearest folder above it with a README of its own (salesforce/CodeT5@2d7a3f3 runs
-        ``deepspeed`` in CodeT5+/ only), else the whole project."""
-        if data is None or self._top in self.launch_scopes or not names_launcher(data):
-            return
-        folder = Path(os.path.abspath(file.parent))
-        scope = next((above for above in (folder, *folder.parents) if above in self._readme_folders or above == self._top), self._top)
-        self.launch_scopes.add(scope)
-
-    def _unlaunched(self, path: str) -> bool:
-        """Whether no launcher of the project may start the module at ``path``."""
-        return bool(self.modules) and not any(scope == self._top or scope in Path(path).parents for scope in self.launch_scopes)
 
     @property
     def modules(self) -> Dict[str, ModuleFacts]:
@@ -197,7 +183,7 @@ class Project:
         data = text.encode("utf-8", "surrogatepass")
         facts = module_facts(tree) if tree is not None else parse_facts_of(data)
         self.modules[os.path.abspath(path)] = facts
-        self._read_launches(Path(path), data)
+        self.launches.read(Path(path), data)
         self._facts = None
         self._file_facts = {}
         self._disagreeing = None
@@ -222,7 +208,7 @@ class Project:
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
                 unreached_spans=self._unreached(),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
-                unlaunched=bool(self.modules) and not self.launch_scopes,
+                unlaunched=bool(self.modules) and not self.launches.scopes,
                 parameterless_classes=parameterless_classes(
                     {path: facts.classes for path, facts in self.modules.items()},
                     {path: [name for name in facts.calls.definitions if name not in facts.classes] for path, facts in self.modules.items()},
@@ -261,7 +247,7 @@ class Project:
             options = self._options_as_read(path, facts)
             if options:
                 facts = dataclasses.replace(facts, options={**facts.options, **options})
-            if self._unlaunched(path) != facts.unlaunched:  # another part of the project is launched
+            if bool(self.modules) and self.launches.unlaunched(path) != facts.unlaunched:  # another part is launched, or the file runs plainly
                 facts = dataclasses.replace(facts, unlaunched=not facts.unlaunched)
             self._file_facts[path] = facts
         return self._file_facts[path]

@@ -263,6 +263,13 @@ def count_divisions(facts: Facts) -> List[ast.AST]:
     ]
 
 
+_MMCV_LAUNCHER = (
+    "import argparse\nimport torch\n\nparser = argparse.ArgumentParser()\nparser.add_argument('--launcher', default='none')\n"
+    "args = parser.parse_args()\nif args.launcher == 'none':\n    batch = 64\nelse:\n    batch = 64 // torch.cuda.device_count()\n"
+)
+_LAUNCH_README = "python -m torch.distributed.launch --nproc_per_node 8 example.py --launcher pytorch\n"
+
+
 class DeviceCountDivisor(Rule):
     code = "TDV305"
     name = "device-count-divisor"
@@ -325,6 +332,8 @@ class DeviceCountDivisor(Rule):
             "    torch.cuda.set_device(rank % torch.cuda.device_count())\n"
             "    dist.init_process_group(backend=hparams.dist_backend, init_method=hparams.dist_url, world_size=n_gpus, rank=rank)\n"
         ),
+        # haofeixu/gmflow@b512343 main.py:137-142: mmcv's ``--launcher none`` runs alone, as the README does
+        Valid(_MMCV_LAUNCHER, files={"README.md": "python example.py --eval\n" + _LAUNCH_README}),
         # a worker started once per GPU never runs without one
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef worker(rank, args):\n"
@@ -333,6 +342,8 @@ class DeviceCountDivisor(Rule):
         ),
     )
     invalid = (
+        # only a launcher starts it, and asks for the distributed run
+        Invalid(_MMCV_LAUNCHER, fixed=_MMCV_LAUNCHER.replace("// torch.cuda.device_count()", "// max(1, torch.cuda.device_count())"), files={"README.md": _LAUNCH_README}),
         Invalid(
             "import torch\nper_gpu = batch_size // torch.cuda.device_count()\n",
             fixed="import torch\nper_gpu = batch_size // max(1, torch.cuda.device_count())\n",

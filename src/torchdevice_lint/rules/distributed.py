@@ -150,6 +150,11 @@ class HardcodedDistributedBackend(Rule):
         # thunlp/ERNIE@514cbe4 code/run_tacred.py:369,400: only a launcher passes --local_rank, and
         # the project names none (its README runs plain ``python3``)
         Valid(_LAUNCHED_BRANCH, files={"README.md": "python3 example.py --do_train\n"}),
+        # WongKinYiu/yolov7@a207844 README.md: one GPU runs ``python train.py``, several a launcher;
+        # a machine without a GPU makes the plain run, where --local_rank keeps -1
+        Valid(_LAUNCHED_BRANCH, files={"README.md": (
+            "python example.py --device 0\npython -m torch.distributed.launch --nproc_per_node 4 example.py --device 0,1,2,3\n"
+        )}),
         # biubug6/Pytorch_Retinaface@b984b4b convert_to_onnx.py:21,32: every call passes an option
         # on by default, so the ``else:`` is a call the project does not make
         Valid(_ON_CPU, files={"README.py": "import torch\n"}),
