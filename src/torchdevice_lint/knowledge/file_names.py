@@ -92,6 +92,41 @@ def state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
     return True
 
 
+def parameters_moved_to_cpu(save: ast.Call, scope: ast.AST) -> bool:
+    """BasicSR's ``save_network`` (swz30/Restormer@df766d5 basicsr/models/base_model.py:234-244,
+    cszn/KAIR@fc1732f models/model_base.py:151-156): ``state_dict = net.state_dict()``, each
+    parameter moved in place (``for key, param in state_dict.items(): state_dict[key] =
+    param.cpu()``), then that dict, or one that holds it, saved: a network's weights on the CPU."""
+    saved = save.args[0]
+    if type(saved) is not ast.Name:
+        return False
+    states, moved, held = set(), set(), {}
+    for node in nodes_below(scope):
+        if type(node) is ast.Assign and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if type(target) is ast.Name and type(value) is ast.Call and last_name(value.func) == "state_dict":
+                states.add(target.id)
+            elif type(target) is ast.Subscript and type(target.value) is ast.Name and type(value) is ast.Name:
+                held.setdefault(target.value.id, set()).add(value.id)
+        elif type(node) is ast.For and type(node.iter) is ast.Call and last_name(node.iter.func) == "items":
+            owner = node.iter.func.value if type(node.iter.func) is ast.Attribute else None
+            if type(owner) is ast.Name and any(_moves_item_to_cpu(inner, owner.id) for inner in nodes_below(node)):
+                moved.add(owner.id)
+    on_cpu = states & moved
+    return saved.id in on_cpu or bool(held.get(saved.id, set()) & on_cpu)
+
+
+def _moves_item_to_cpu(node: ast.AST, owner: str) -> bool:
+    """``owner[key] = param.cpu()``."""
+    if type(node) is not ast.Assign or len(node.targets) != 1:
+        return False
+    target, value = node.targets[0], node.value
+    return (
+        type(target) is ast.Subscript and type(target.value) is ast.Name and target.value.id == owner
+        and type(value) is ast.Call and last_name(value.func) == "cpu"
+    )
+
+
 def _maybe_skipped(move: ast.Call, save: ast.Call, scope: ast.AST) -> bool:
     """Whether a branch or loop holds the move but not the save: the move may not run first
     (THUDM/GraphMAE@b14f080 main_graph.py:179-188 moves to the CPU only when it trained)."""

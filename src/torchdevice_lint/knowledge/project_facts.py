@@ -86,6 +86,9 @@ class ProjectFacts:
     #: write: a function that builds such a class (``early_stopping = EarlyStopping(...)``) may
     #: have saved them by a later line, and one that calls such a function has.
     saving_classes: Mapping[str, FrozenSet[str]] = field(default_factory=dict)
+    #: Whether a module saves a network's weights moved to the CPU parameter by parameter
+    #: (BasicSR's ``save_network``): the weights the project releases hold CPU tensors.
+    weights_saved_on_cpu: bool = False
 
 
     @cached_property
@@ -96,7 +99,7 @@ class ProjectFacts:
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, self.parameter_calls, self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
-            {name: sorted(saved) for name, saved in self.saving_classes.items()},
+            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu,
         ]
         if not any(parts):
             return ""

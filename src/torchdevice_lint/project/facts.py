@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge import cst_guards as guards
-from ..knowledge.file_names import bound_file_names, file_names, moves_to_cpu, state_after_cpu
+from ..knowledge.file_names import bound_file_names, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import last_name, literal_string, nodes_below, parameter_names
@@ -87,6 +87,9 @@ class ModuleFacts:
     #: Its top-level functions that return a new module of a class they call -> those classes
     #: (``stateless.module_factories``).
     factories: Dict[str, List[str]] = field(default_factory=dict)
+    #: Whether it saves a network's weights moved to the CPU parameter by parameter (BasicSR's
+    #: ``save_network``): the weights a project releases are what its training saved.
+    saves_weights_on_cpu: bool = False
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -301,7 +304,11 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
     Returns the variable a save of ``.cpu()`` values writes to (``torch.save(pred.cpu(), fname)``),
     read once the walk has seen its binding. ``scope``: the function (or module) of the call."""
     name = last_name(call.func)
-    if name == "save" and len(call.args) > 1 and (moves_to_cpu(call.args[0]) or state_after_cpu(call, scope)):
+    if name == "save" and len(call.args) > 1:
+        weights = parameters_moved_to_cpu(call, scope)
+        facts.saves_weights_on_cpu = facts.saves_weights_on_cpu or weights
+        if not (weights or moves_to_cpu(call.args[0]) or state_after_cpu(call, scope)):
+            return None
         if type(call.args[1]) is ast.Name:
             return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))

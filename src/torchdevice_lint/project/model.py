@@ -322,6 +322,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
         rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(available - plain),
         saving_classes={name: frozenset(files) for name, files in saving.items()},
+        weights_saved_on_cpu=any(facts.saves_weights_on_cpu for facts in modules.values()),
     )
 
 

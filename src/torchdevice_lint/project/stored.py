@@ -250,10 +250,10 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 19):
+    if not (isinstance(fields, tuple) and len(fields) == 20):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories = fields[8:]
+    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu = fields[8:]
     calls = project_calls.shaped(call_fields)
     shaped = (
         isinstance(options, dict) and all(isinstance(name, str) for name in options)
@@ -267,12 +267,13 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound) and _strings(off_rebound)
         and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
                 for found in (saving_classes, factories))
+        and isinstance(weights_on_cpu, bool)
     )
     if not shaped:
         return None
     return ModuleFacts(
         options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
-        mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories,
+        mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu,
     )
 
 

@@ -13,12 +13,12 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import appended, display_only, keyword, keyword_arg, positional
 from .support.examples import (
-    CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, RESUMED,
+    CACHE_RETURNING, CACHE_TRIED, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
 )
 from .support.load_sites import load_sites
-from .support.loaded_values import loaded_into_place, read_as_numpy, restores_scheduler
+from .support.loaded_values import loaded_into_network, loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -75,6 +75,7 @@ class LoadWithoutMapLocation(Rule):
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`
+        Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         # another module of the project writes the file from `.cpu()` values
         Valid(
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
@@ -217,6 +218,7 @@ class LoadWithoutMapLocation(Rule):
     )
     invalid = (
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
+        Invalid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_AS_THEY_ARE, fixed=MODEL_ZOO_LOADER.replace("')", "', map_location=\"cpu\")")),
         scheduler_states(KEEP_SAVED)[1], ray_trainables()[1],
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
@@ -389,6 +391,8 @@ class LoadWithoutMapLocation(Rule):
             return
         if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)):
             return
+        if self.ctx.project.weights_saved_on_cpu and loaded_into_network(self.ctx, node):
+            return  # the weights the project releases are what it saves: CPU tensors
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
 

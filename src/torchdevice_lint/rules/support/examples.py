@@ -192,6 +192,20 @@ STATE_SAVED_AFTER_CPU = {
 }
 STATE_SAVED_FROM_CUDA = {"train.py": STATE_SAVED_AFTER_CPU["train.py"].replace("    net.cpu()\n", "    net.cpu()\n    net.cuda()\n")}
 
+#: cszn/KAIR@fc1732f models/model_base.py:151-156 (BasicSR's ``save_network``): every parameter
+#: moved to the CPU before the save, so the released weights main_test_*.py load are CPU tensors.
+MODEL_ZOO_LOADER = "import torch\nmodel.load_state_dict(torch.load('model_zoo/dncnn_25.pth'), strict=True)\n"
+WEIGHTS_SAVED_ON_CPU = {
+    "models/model_base.py": (
+        "import torch\n\nclass ModelBase:\n    def save_network(self, save_path, network):\n"
+        "        state_dict = network.state_dict()\n        for key, param in state_dict.items():\n"
+        "            state_dict[key] = param.cpu()\n        torch.save(state_dict, save_path)\n"
+    )
+}
+WEIGHTS_SAVED_AS_THEY_ARE = {
+    "models/model_base.py": WEIGHTS_SAVED_ON_CPU["models/model_base.py"].replace("            state_dict[key] = param.cpu()\n", "            print(key)\n")
+}
+
 #: kaituoxu/Conv-TasNet@0d9d9dc src/solver.py:21,174, src/train.py:54: ``--use_cuda`` is 1 in the
 #: script that imports the solver and 0 in another script: the solver reads train.py's.
 _SOLVER = "import torch\n\nclass Solver:\n    def __init__(self, args):\n        self.use_cuda = args.use_cuda\n\n    def run(self, x):\n        if self.use_cuda:\n            x = x.cuda()\n        return x\n"

@@ -45,14 +45,15 @@ def _root(expression: cst.BaseExpression) -> Optional[str]:
     return expression.value if isinstance(expression, cst.Name) else None
 
 
-def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
+def loaded_into_place(ctx: FileContext, load: cst.Call, importable_too: bool = False) -> bool:
     """Whether every tensor ``load`` restores provably ends where the program keeps its own: the
     result (or a part of it, ``ckpt["model"]``, ``ckpt.get("ema")``) is handed to
     ``load_state_dict``, which copies into the module's or optimizer's tensors wherever they
     are, or moved with ``.to(device)``/``.cuda()``/``.cpu()``; directly, or through a name whose
     every use is such (or a key lookup: ``"epoch" in ckpt``), used at least once, and, at module
     level, in a script (another module cannot import it). State used as it was loaded (an EMA
-    shadow, a queue, a memory bank) stays where ``map_location`` put it."""
+    shadow, a queue, a memory bank) stays where ``map_location`` put it. ``importable_too``: at
+    module level of any module (what the module itself does with it)."""
     stack = ctx.stack
     if _consumed(stack, len(stack) - 1):
         return True
@@ -65,11 +66,22 @@ def loaded_into_place(ctx: FileContext, load: cst.Call) -> bool:
     from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
     scope = ctx.enclosing_function()
-    if scope is None and "__main__" not in ctx.source:
+    if scope is None and not importable_too and "__main__" not in ctx.source:
         return False
     uses = _Uses(target)
     walk(scope or ctx.module, uses, skip=TRIVIA_TYPES)
     return uses.consumed and uses.count > 0
+
+
+def loaded_into_network(ctx: FileContext, load: cst.Call) -> bool:
+    """Whether ``load`` restores a network's weights: loaded into place (``loaded_into_place``)
+    by code that restores no optimizer, scheduler or scaler (whose state a project saves as it
+    was, on the GPU it trained on)."""
+    if not loaded_into_place(ctx, load, importable_too=True):
+        return False
+    scope = ctx.enclosing_function()
+    code = (ctx.module.code_for_node(scope) if scope is not None else ctx.source).lower()
+    return not any(word in code for word in ("optim", "sched", "scaler"))
 
 
 def restores_scheduler(ctx: FileContext) -> bool:
