@@ -76,6 +76,15 @@ def test_tests_are_called_by_their_runner(tmp_path):
     assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN, "test_utils.py": test}, "test_utils.py") == ["TDV101"]
 
 
+def test_a_helper_of_a_test_module_runs_only_when_something_calls_it(tmp_path):
+    # Shen-Lab/GraphCL@b4d7501 adversarialRobustness_Component/code/common/test.py:36: gpu_test()
+    test = "import torch\nimport utils\n\n\ndef gpu_test():\n    return torch.zeros(1).cuda()\n\n\nutils.train()\n"
+    files = {"utils.py": LOADER, "train.py": TRAIN, "test.py": test}
+    assert codes(tmp_path, files, "test.py") == []
+    files["test.py"] += "\n\ndef test_gpu():\n    assert gpu_test().sum() == 0\n"
+    assert codes(tmp_path, files, "test.py") == ["TDV101"]
+
+
 def test_methods_of_a_class_with_bases_may_be_called_by_its_framework(tmp_path):
     model = "import torch\nimport lightning\n\n\nclass Net(lightning.LightningModule):\n    def training_step(self):\n        return torch.zeros(1).cuda()\n"
     assert codes(tmp_path, {"net.py": model, "train.py": "from net import Net\nNet()\n"}, "net.py") == ["TDV101"]

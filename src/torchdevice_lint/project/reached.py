@@ -82,13 +82,14 @@ def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[
     enumerating = not ENUMERATING.isdisjoint(mentioned)
     found: Set[Definition] = set()
     for path, calls in modules.items():
-        if _is_test_module(path):
-            continue
+        tests = _is_test_module(path)
         definitions = calls.definitions
         for name, (_first, _last, decorated, _body, kind) in definitions.items():
             owner, dot, own = name.rpartition(".")
             if decorated or own in mentioned or (own.startswith("__") and own.endswith("__")):
                 continue
+            if tests and name.partition(".")[0].lower().startswith(_RUNNER_CALLED):
+                continue  # a test runner calls it
             if kind != FUNCTION and enumerating:
                 continue
             if dot and (owner not in definitions or definitions[owner][2] or not (
@@ -106,8 +107,15 @@ def _runs_definitions(calls: ModuleCalls, defined: Set[str]) -> bool:
     )
 
 
+#: What a test runner calls in a module of tests, by the start of its name: ``test_*`` functions,
+#: ``Test*`` classes, set-up and tear-down, pytest's hooks (``pytest_configure``).
+_RUNNER_CALLED = ("test", "setup", "teardown", "set_up", "tear_down", "pytest_")
+
+
 def _is_test_module(path: str) -> bool:
-    """A module of tests (``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``)."""
+    """A module of tests (``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``): its
+    tests are the runner's to call, its other definitions (``gpu_test()`` in Shen-Lab/GraphCL@b4d7501
+    adversarialRobustness_Component/code/common/test.py:36) the tests'."""
     folder, name = os.path.split(path)
     return name.startswith("test") or name.endswith("_test.py") or name == "conftest.py" or os.path.basename(folder) in ("test", "tests")
 
