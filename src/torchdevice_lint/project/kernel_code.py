@@ -112,14 +112,17 @@ def _cuda_only_kernels(modules: Mapping[str, dict]) -> Set[str]:
     CPU build in the module that builds it where that module chooses by what the machine has
     (``psamask_cpu`` beside ``psamask_gpu`` under ``if torch.cuda.is_available():``), and no
     module of the project an import of that name finds (a wrapper ``correlation.py`` beside a
-    ``correlation`` kernel could not be told from it)."""
+    ``correlation`` kernel could not be told from it) other than the one that builds it and binds
+    what ``load()`` returns (cszn/KAIR@fc1732f models/op/deform_attn.py:19 builds ``deform_attn``)."""
     cuda, cpu = set(), set()
-    for facts in modules.values():
+    builders: Dict[str, Set[str]] = {}
+    for path, facts in modules.items():
         builds = facts.get("builds", ())
         chosen = facts.get("tests_cpu") and any(not build[1] for build in builds)
         for name, built_for_cuda, *_ in builds:
             (cuda if built_for_cuda and not chosen else cpu).add(kernel_key(name))
-    return {kernel for kernel in cuda - cpu if not any(_shadows(path, kernel) for path in modules)}
+            builders.setdefault(kernel_key(name), set()).add(path)
+    return {kernel for kernel in cuda - cpu if not any(_shadows(path, kernel) for path in modules if path not in builders[kernel])}
 
 
 def _shadows(path: str, kernel: str) -> bool:

@@ -11,7 +11,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import string_value
 from .support.common import positional
 from .support.kernel_examples import (
-    ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP, ALIASED_TEST, FFI_BUILD, FFI_FUNCTION, FFI_TEST,
+    ALIASED_FUNCTION, ALIASED_REFUSAL, ALIASED_SETUP, ALIASED_TEST, FFI_BUILD, FFI_FUNCTION, FFI_TEST, JIT_KERNEL_MODULE, JIT_KERNEL_NETWORK,
     KERNEL_FUNCTION, KERNEL_SETUP, KERNEL_TEST, KERNEL_WITH_FALLBACK, NMS_WRAPPERS, NVCC_SETUP,
 )
 
@@ -110,6 +110,8 @@ class CudaOnlyExtension(Rule):
         ),
         # DCNv2: built through a name bound to the CUDA class, with a refusal where CUDA is missing
         Invalid(ALIASED_SETUP.format(ALIASED_REFUSAL), files={"dcn_v2.py": ALIASED_FUNCTION, "test_dcn.py": ALIASED_TEST}, offers_fix=False),
+        # built at import by the module named like it, which a network module imports
+        Invalid(JIT_KERNEL_MODULE.format("example"), files={"net.py": JIT_KERNEL_NETWORK.replace("ops.deform_attn", "example")}, offers_fix=False),
         # a plain setuptools Extension compiled by nvcc, imported unconditionally
         Invalid(NVCC_SETUP, files={"nms.py": NMS_WRAPPERS}, offers_fix=False),
         # frostinassiky/gtad@6deb5b1 gtad_lib/setup.py:14-20: a CppExtension given a .cu source

@@ -19,7 +19,7 @@ from .support.examples import (
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
     NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, configured_flags,
 )
-from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
+from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
 from .backend_api import ASKED_FOR_GPUS
 
 
@@ -80,7 +80,7 @@ class CudaMethodCall(Rule):
         # every call passes torch.cuda.is_available() as the flag (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:70,149)
         Valid("def neighbours(data, k=10, cuda=True):\n    if cuda:\n        model.cuda()\n", files={"run.py": "import torch\nfrom example import neighbours\nneighbours(data, 10, torch.cuda.is_available())\n"}),
         AVAILABILITY_NAME_PASSED[0],  # ... or a name bound to it
-        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST, NESTED_KERNEL_SELF_TEST,  # a CUDA-only kernel's code: one TDV310 instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST, NESTED_KERNEL_SELF_TEST, JIT_KERNEL_USER,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0

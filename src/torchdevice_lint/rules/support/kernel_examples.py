@@ -104,6 +104,19 @@ NESTED_KERNEL_SELF_TEST = Valid(
     },
 )
 
+#: A kernel built at import by the module named like it (cszn/KAIR@fc1732f models/op/deform_attn.py:19):
+#: the network module that imports it cannot be imported without CUDA (``{}``: the kernel's name).
+JIT_KERNEL_MODULE = (
+    "import torch\nfrom torch.utils.cpp_extension import load\n\n"
+    "deform_attn_ext = load('{}', sources=['deform_attn.cpp', 'deform_attn_kernel.cu'])\n\n\n"
+    "def deform_attn(x):\n    return deform_attn_ext.forward(x)\n"
+)
+JIT_KERNEL_NETWORK = (
+    "import torch\nfrom ops.deform_attn import deform_attn\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+    "        return deform_attn(x.cuda())\n"
+)
+JIT_KERNEL_USER = Valid(JIT_KERNEL_NETWORK, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "train.py": "from example import Net\n"})
+
 
 def kernel_callers(device: str) -> Tuple[Invalid, ...]:
     """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
