@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 from torchdevice_lint.app.cache import StoredFacts
+from torchdevice_lint.knowledge.project_facts import calls_digest
 from torchdevice_lint.project.model import Projects
 
 OPTIONS = "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('--gpu_mode', type=bool, default=True)\n"
@@ -110,3 +111,15 @@ def test_a_save_drops_the_fingerprints_of_project_states_gone(tmp_path):
     run(tree, tmp_path / "cache")
     stored = json.loads(StoredFacts(tmp_path / "cache").path.read_text())
     assert len(stored["projects"]) == 1
+
+
+def test_the_calls_digest_reads_content_not_sharing():
+    """A call reaching many namesakes shares one record among them: the digest is the same as
+    for equal records written apart, and differs where any record does."""
+    shared = [1, ["device"], False, [[], [], [], []]]
+    together = {"forward@a": (shared,), "forward@b": (shared, shared)}
+    apart = {"forward@a": (list(shared),), "forward@b": (list(shared), list(shared))}
+    assert calls_digest(together) == calls_digest(apart)
+    apart["forward@b"] = (list(shared), [2, ["device"], False, [[], [], [], []]])
+    assert calls_digest(together) != calls_digest(apart)
+    assert calls_digest({"forward@a": (shared, shared)}) != calls_digest({"forward@a": (shared,), "forward@b": (shared,)})

@@ -97,7 +97,7 @@ class ProjectFacts:
         parts = [
             self.options, self.copies, self.predicates, sorted(self.cpu_saved_files), self.cuda_only_spans,
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
-            self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, self.parameter_calls, self.parameterless_classes, self.never_mps, self.unlaunched,
+            self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, calls_digest(self.parameter_calls), self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
             {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu,
         ]
@@ -204,3 +204,21 @@ class ProjectFacts:
         if not isinstance(value, int):
             return None
         return compare(operator, int(value), operand)  # a store_true flag compares as 0 or 1
+
+
+def calls_digest(calls: Mapping[str, Tuple[list, ...]]) -> str:
+    """A digest of ``ProjectFacts.parameter_calls``: each call's record is one list shared by
+    every namesake the call may reach (hundreds of ``forward`` methods), so it is written once
+    (12.6 MB of JSON for 536 research modules, 0.32 s, when written in place for each)."""
+    written: dict = {}
+    digest = hashlib.sha256()
+    for key in sorted(calls):
+        texts = []
+        for record in calls[key]:
+            text = written.get(id(record))
+            if text is None:
+                text = written[id(record)] = json.dumps(record, sort_keys=True, default=repr)
+            texts.append(text)
+        digest.update(f"{key}\n{len(texts)}\n".encode("utf-8", "surrogatepass") + "\n".join(texts).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
