@@ -129,15 +129,19 @@ class ProjectFacts:
                 return True, self.options[candidate]
         return False, None
 
-    def always_passed(self, callee: str, keyword: str, position: Optional[int]) -> bool:
+    def always_passed(self, callee: str, keyword: str, position: Optional[int], required: Tuple[Tuple[int, str], ...] = ()) -> bool:
         """Whether the project calls ``callee`` and every call provably passes the argument
         ``keyword`` (at ``position`` among the positional ones, None: keyword-only). A callee
         never called here, or also used as a value (its calls unseen), is someone else's to
-        call: its default is the one they get."""
+        call: its default is the one they get. ``required``: the callee's parameters without
+        a default, ``(position or -1, name)``; a call of the name that leaves one out calls a
+        namesake (lukasruff/Deep-SAD-PyTorch@2e7aca3 ``net.train()`` is not ``DeepSAD.train(
+        dataset, ...)``, which would raise TypeError)."""
         calls = self.default_calls.get(callee)
         if not calls or callee in self.escaped:
             return False
-        return all(
+        calls = [call for call in calls if _may_call(call, required)]
+        return bool(calls) and all(
             keyword in keywords or (position is not None and count > position)
             for count, keywords, _unpacked in calls
         )
@@ -221,4 +225,13 @@ def calls_digest(calls: Mapping[str, Tuple[list, ...]]) -> str:
             texts.append(text)
         digest.update(f"{key}\n{len(texts)}\n".encode("utf-8", "surrogatepass") + "\n".join(texts).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def _may_call(call: Tuple[int, Tuple[str, ...], bool], required: Tuple[Tuple[int, str], ...]) -> bool:
+    """Whether a call (``(positional count or -1, keywords, ** unpacked)``) passes every required
+    parameter, or may (``*args``, ``**kwargs``)."""
+    count, keywords, unpacked = call
+    if count < 0 or unpacked:
+        return True
+    return all(name in keywords or 0 <= position < count for position, name in required)
 

@@ -39,16 +39,18 @@ def parameter_default_unused(stack: Sequence[cst.CSTNode], param: cst.Param, pro
     cls = stack[index - 2] if index >= 2 and isinstance(stack[index - 2], cst.ClassDef) else None
     parameters = function.params
     positional = [*parameters.posonly_params, *parameters.params]
-    position: Optional[int] = next((i for i, p in enumerate(positional) if p is param), None)
-    if position is not None and cls is not None and not _decorated(function, "staticmethod"):
-        position -= 1  # ``self`` or ``cls`` is not written at the call
+    shift = 1 if cls is not None and not _decorated(function, "staticmethod") else 0  # ``self`` is not written at the call
+    position: Optional[int] = next((i - shift for i, p in enumerate(positional) if p is param), None)
     if function.name.value == "__init__":
         if cls is None:
             return False
         callee = cls.name.value
     else:
         callee = function.name.value
-    return position != -1 and project.always_passed(callee, param.name.value, position)
+    # what a call of it must pass (one that does not calls a namesake)
+    required = tuple((i - shift, p.name.value) for i, p in enumerate(positional) if p.default is None and i >= shift)
+    required += tuple((-1, p.name.value) for p in parameters.kwonly_params if p.default is None)
+    return position != -1 and project.always_passed(callee, param.name.value, position, required)
 
 
 def in_unused_default(stack: Sequence[cst.CSTNode], project: ProjectFacts) -> bool:

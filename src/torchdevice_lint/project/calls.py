@@ -19,8 +19,7 @@ from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 from ..syntax.ast_nodes import child_blocks, nodes_below
 
 #: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
-#: where ``*args`` makes it unknown, the keywords naming a device (sorted), whether ``**kwargs`` is
-#: unpacked]``.
+#: where ``*args`` makes it unknown, the keywords (sorted), whether ``**kwargs`` is unpacked]``.
 Signature = list
 
 #: Arguments whose name holds this word are the device ones the rules look at.
@@ -57,7 +56,7 @@ class CallFacts(NamedTuple):
     guarded: bool
 
     def signature(self) -> Signature:
-        return [self.positional, [k for k in self.keywords if DEVICE_WORD in k.lower()], self.unpacked]
+        return [self.positional, list(self.keywords), self.unpacked]
 
 
 @dataclass

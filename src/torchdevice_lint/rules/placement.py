@@ -17,7 +17,7 @@ from .support.common import (
 from .support.examples import (
     ATTRS_LAYER_NORM, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
-    NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, configured_flags,
+    NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
 from .backend_api import ASKED_FOR_GPUS
@@ -327,7 +327,7 @@ class HardcodedCudaDevice(Rule):
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
-        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0], PACKAGE_CALLED, DEFAULT_REPLACED,  # a flag every build passes, bound to availability; a package's call; a default replaced without CUDA
+        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0], PACKAGE_CALLED, DEFAULT_REPLACED, NAMESAKE_CALLED,  # a flag every build passes, bound to availability; a package's call; a default replaced without CUDA; a namesake's call
     )
     invalid = (
         Invalid(

@@ -443,3 +443,14 @@ DEFAULT_REPLACED = Valid(
     "import torch\n\n\ndef load(fname, device='cuda'):\n    if not torch.cuda.is_available():\n        device = 'cpu'\n"
     "    return torch.load(fname, map_location=device)\n"
 )
+#: A default every call overrides, beside a namesake method called without the arguments it needs
+#: (ashawkey/stable-dreamfusion@5550b91 ldm/modules/evaluate/torch_frechet_video_distance.py:199:
+#: ``x.compute()`` cannot be a call of ``compute(videos, device='cuda')``).
+NAMESAKE_CALLED = Valid(
+    "import torch\n\n\ndef compute(videos, device='cuda'):\n    return videos.to(device)\n",
+    files={"train.py": (
+        "import torch\nfrom example import compute\n\nmetric.compute()\n"
+        "out = compute(x, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
+    )},
+)
+
