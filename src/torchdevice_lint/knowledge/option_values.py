@@ -71,7 +71,9 @@ def means_no_gpu(option: str, default: object) -> bool:
         counts = lowered.startswith(("n_", "num", "ngpu", "count")) or lowered.endswith(("gpus", "devices"))
         return default == -1 or (default == 0 and counts)
     if isinstance(default, str):  # ``--device ""`` often asks for the best device there is
-        named_gpus = "gpu" in option.lower() or "cuda" in option.lower() or option in LAUNCHER_OPTIONS
+        named_gpus = "gpu" in option.lower() or "cuda" in option.lower()
+        if option in LAUNCHER_OPTIONS:  # mmcv's ``--launcher none``, mammoth's ``--distributed no``
+            return default.strip().lower() in ("-1", "", "none", "no")
         return default.strip().lower() in (("-1", "cpu", "", "none") if named_gpus else ("-1", "cpu"))
     return isinstance(default, (list, tuple)) and not default
 

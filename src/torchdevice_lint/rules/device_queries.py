@@ -334,6 +334,7 @@ class DeviceCountDivisor(Rule):
         ),
         # haofeixu/gmflow@b512343 main.py:137-142: mmcv's ``--launcher none`` runs alone, as the README does
         Valid(_MMCV_LAUNCHER, files={"README.md": "python example.py --eval\n" + _LAUNCH_README}),
+        Valid(_MMCV_LAUNCHER.replace("launcher", "distributed").replace("'none'", "'no'"), files={"README.md": "python example.py\n"}),  # aimagelab/mammoth@e75a491 utils/args.py:393
         # a worker started once per GPU never runs without one
         Valid(
             "import torch\nimport torch.distributed as dist\n\ndef worker(rank, args):\n"
