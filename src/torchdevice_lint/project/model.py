@@ -106,20 +106,24 @@ class Project:
         #: The same for the YAML configs (``configs.py``), none where there are too many.
         self.config_hashes: Dict[str, Optional[str]] = {}
         self._unread: Dict[str, bytes] = {}
+        # a project too large to read whole has its files judged alone; too many configs or docs are data
+        modules_read = len(files) <= MAX_FILES
+        configs_read = modules_read and len(configs) <= MAX_CONFIGS
+        docs_read = modules_read and len(docs) <= MAX_CONFIGS
         #: Where a distributed launcher may start the project's modules (``configs.Launches``).
         self.launches = Launches(
             Path(os.path.abspath(root)), {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")},
-            everywhere=len(files) > MAX_FILES or len(docs) > MAX_CONFIGS,
+            everywhere=not docs_read,
         )
-        for file in files if len(files) <= MAX_FILES else ():  # too large to read whole: files are judged alone
+        for file in files if modules_read else ():
             self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
         #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
-        self._reach_known = len(files) <= MAX_FILES and len(configs) <= MAX_CONFIGS and len(docs) <= MAX_CONFIGS
-        for file in configs if len(configs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
+        self._reach_known = configs_read and docs_read
+        for file in configs if configs_read else ():
             self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
         #: The content hash of each file documenting how the project runs: they decide ``launches``.
         self.doc_hashes: Dict[str, Optional[str]] = {}
-        for file in docs if len(docs) <= MAX_CONFIGS and len(files) <= MAX_FILES else ():
+        for file in docs if docs_read else ():
             data = regular_file_bytes(file, MAX_CONFIG_BYTES)
             self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
             self.launches.read(file, data)
