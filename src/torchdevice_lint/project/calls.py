@@ -69,7 +69,7 @@ class ModuleCalls:
     #: Names (with their origin) used as a value (``partial(f, ...)``, ``fn = f``, ``class B(A)``):
     #: called unseen.
     escaped: List[str] = field(default_factory=list)
-    #: Top-level functions and classes, and methods (``Class.method``) -> ``DEFINITION_SHAPE``:
+    #: Top-level functions and classes, and methods (``Class.method``) ->
     #: ``[first line, last line, decorated (a decorator may call it unseen: @register), first
     #: line of the body, FUNCTION, PLAIN_CLASS, MODULE_CLASS or BASED_CLASS (a framework may call
     #: the methods of a class with other bases unseen)]``.
@@ -108,8 +108,7 @@ def keyed(name: str, origin: Optional[str]) -> str:
 #: it is, not by its name (junyanz/BicycleGAN@40b9d52 models/__init__.py:25 iterates the
 #: ``__dict__`` of a module ``import_module`` gave it).
 ENUMERATING = frozenset({"import_module", "__import__", "globals", "__subclasses__"})
-#: The types of a ``ModuleCalls.definitions`` entry, and the kinds of definition its last holds.
-DEFINITION_SHAPE = (int, int, bool, int, int)
+#: The kinds of definition the last item of a ``ModuleCalls.definitions`` entry holds.
 #: ``MODULE_CLASS``: bases that are all ``nn.Module``, which calls only its own hooks by name.
 FUNCTION, PLAIN_CLASS, BASED_CLASS, MODULE_CLASS = 0, 1, 2, 3
 
@@ -307,46 +306,14 @@ def package_names(stems: Dict[str, str]) -> Set[str]:
 
 
 def shaped(value) -> Optional[ModuleCalls]:
-    """The facts a cache entry's tuple holds, or None where it has another shape."""
+    """The facts a stored entry's tuple holds, or None where it is no tuple of seven. The entry's
+    checksum held, so this build wrote it (``stored.facts_from_entry``): its parts have the shapes
+    this module gives them."""
     if not (isinstance(value, tuple) and len(value) == 7):
         return None
     sites, defaults, escaped, definitions, workers, backend_options, mentions = value
-    if not (isinstance(sites, dict) and isinstance(defaults, list) and isinstance(escaped, list) and isinstance(mentions, list)):
-        return None
-    if not all(isinstance(name, str) for name in [*sites, *defaults, *escaped, *workers, *mentions]):
-        return None
-    if not (isinstance(definitions, dict) and all(isinstance(name, str) and _typed(span, DEFINITION_SHAPE) for name, span in definitions.items())):
-        return None
-    if not (isinstance(backend_options, list) and all(type(line) is int for line in backend_options)):
-        return None
-    records = {}
-    for name, found in sites.items():
-        if not isinstance(found, list) or not all(_is_record(record) for record in found):
-            return None
-        records[name] = [CallFacts(*record) for record in found]
+    records = {name: [CallFacts(*record) for record in found] for name, found in sites.items()}
     return ModuleCalls(records, defaults, escaped, definitions, workers, backend_options, mentions)
-
-
-def _typed(value, kinds: tuple) -> bool:
-    return isinstance(value, list) and len(value) == len(kinds) and all(type(part) is kind for part, kind in zip(value, kinds))
-
-
-def _strings(value, none_too: bool = False) -> bool:
-    return isinstance(value, tuple) and all(isinstance(item, str) or (none_too and item is None) for item in value)
-
-
-def _is_record(record) -> bool:
-    if not (isinstance(record, tuple) and len(record) == 7):
-        return False
-    positional, keywords, unpacked, passed, receivers, caller, guarded = record
-    if not (type(positional) is int and _strings(keywords) and type(unpacked) is bool and _strings(receivers)):
-        return False
-    if passed is not None and not (
-        isinstance(passed, tuple) and len(passed) == 2 and _strings(passed[0], none_too=True)
-        and isinstance(passed[1], tuple) and all(_strings(pair) and len(pair) == 2 for pair in passed[1])
-    ):
-        return False
-    return isinstance(caller, str) and type(guarded) is bool
 
 
 def reexports(imported: Set[str], mentions: Set[str], calls: ModuleCalls) -> Set[str]:

@@ -112,7 +112,9 @@ def names_launcher(data: bytes) -> bool:
 
 def plain_runs(data: bytes) -> Set[str]:
     """The scripts a file runs as plain ``python``, without a launcher on the same command."""
-    found = set()
+    found: Set[str] = set()
+    if b"python" not in data:  # most modules: a search for the word costs a tenth of the expression
+        return found
     for match in _PLAIN_RUN.finditer(data):
         start = data.rfind(b"\n", 0, match.start()) + 1
         while start > 1 and data[start - 2:start] == b"\\\n":  # a continued command: its first line

@@ -29,8 +29,6 @@ class ImportResolver:
         self._exports: Dict[str, Tuple[Dict[str, str], Dict[str, str]]] = {}
         #: (importing folder, module) -> ``_candidates``: a folder's modules import much the same.
         self._found: Dict[Tuple[str, str], List[str]] = {}
-        #: path -> the modules importing it, found once for the project (``importers``).
-        self._importers: Optional[Dict[str, Set[str]]] = None
 
     def brought(self, path: str) -> Tuple[Dict[str, str], Dict[str, str]]:
         """(torch names, device kinds) that the module at ``path`` takes from the project's other
@@ -86,16 +84,10 @@ class ImportResolver:
             self._exports[path] = (names, devices)
         return names, devices
 
-    def importers(self, path: str) -> Set[str]:
-        """The project's modules that import the module at ``path`` by name."""
-        if self._importers is None:
-            self._importers = {}
-            for importer, facts in self.modules.items():
-                for imported in facts.imports.values():
-                    target = self.find(importer, imported.partition(":")[0])
-                    if target is not None:
-                        self._importers.setdefault(target, set()).add(importer)
-        return self._importers.get(path, set())
+    def imported(self, importer: str) -> Set[str]:
+        """The project's modules that the module at ``importer`` imports by name."""
+        found = (self.find(importer, imported.partition(":")[0]) for imported in self.modules[importer].imports.values())
+        return {target for target in found if target is not None}
 
     def find(self, importer: str, module: str) -> Optional[str]:
         """The path of the project's module ``module`` as ``importer`` imports it, or None."""
@@ -118,9 +110,10 @@ class ImportResolver:
             bases = [folder]
         else:
             bases = [folder, *_folders_up_to(os.path.dirname(folder), str(self.root))]
+        tail = "".join(os.sep + part for part in parts)  # joined by hand: 16,000 ``os.path.join`` cost 0.05 s
         for base in bases:
-            place = os.path.join(base, *parts)
-            for candidate in (place + ".py", os.path.join(place, "__init__.py")) if parts else (os.path.join(place, "__init__.py"),):
+            place = base.rstrip(os.sep) + tail
+            for candidate in (place + ".py", place + os.sep + "__init__.py") if parts else (place + os.sep + "__init__.py",):
                 if candidate in self.modules:
                     found.append(candidate)
         return found

@@ -1,6 +1,5 @@
 """Where a project's code can only run on CUDA because it drives a CUDA-only extension kernel:
-the project-level combination of the modules' kernel facts (``kernels.KernelReader``), and the
-shape those facts are stored in."""
+the project-level combination of the modules' kernel facts (``kernels.KernelReader``)."""
 
 from __future__ import annotations
 
@@ -9,26 +8,6 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge.cst_guards import NVIDIA_ONLY_PACKAGES
 from .kernels import Span
-
-def well_formed(kernels: object) -> bool:
-    """Whether stored kernel facts have the shape ``KernelReader.facts`` gives them."""
-    if kernels == {}:
-        return True
-    if not isinstance(kernels, dict) or set(kernels) != {"builds", "imports", "scopes", "tests_cpu", "end", "main"}:
-        return False
-    if not (kernels["main"] == [] or _shaped(kernels["main"], (int, int))):
-        return False
-    builds, imports, scopes = kernels["builds"], kernels["imports"], kernels["scopes"]
-    return (
-        isinstance(builds, list) and all(_shaped(build, (str, bool, int, int, int)) for build in builds)
-        and isinstance(imports, dict) and all(isinstance(local, str) and _shaped(bound, (str, bool)) for local, bound in imports.items())
-        and isinstance(scopes, list) and all(_shaped(scope, (int, int, list)) and all(isinstance(n, str) for n in scope[2]) for scope in scopes)
-        and isinstance(kernels["tests_cpu"], bool) and isinstance(kernels["end"], int)
-    )
-
-
-def _shaped(value: object, kinds: tuple) -> bool:
-    return isinstance(value, list) and len(value) == len(kinds) and all(isinstance(part, kind) for part, kind in zip(value, kinds))
 
 
 def short_name(dotted: str) -> str:

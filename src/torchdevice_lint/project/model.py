@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from ..knowledge.project_facts import ProjectFacts
 from ..model.settings import ignore_file_spec
@@ -88,8 +88,10 @@ class Project:
         self._facts: Optional[ProjectFacts] = None
         #: Each module's facts with what its imports of the project's modules bring, by path.
         self._file_facts: Dict[str, ProjectFacts] = {}
-        #: Options defined with different defaults: name -> the default of each defining module.
+        #: Options defined with different defaults: module -> the name and default of each it defines;
+        #: and by module, those its importers define: name -> the defaults by their ``repr``.
         self._disagreeing: Optional[Dict[str, Dict[str, object]]] = None
+        self._importers_defaults: Dict[str, Dict[str, Dict[str, object]]] = {}
         files, configs, docs = [], [], []
         self.texts: List[Path] = []  # besides its modules, configs and docs: ``reached.TextWords``
         self._text_words: Optional[TextWords] = None
@@ -266,18 +268,23 @@ class Project:
             for module, their_facts in self.modules.items():
                 for name, default in their_facts.options.items():
                     defined.setdefault(name, {})[module] = default
-            self._disagreeing = {
-                name: by_module for name, by_module in defined.items()
-                if name not in facts.options and len(set(map(repr, by_module.values()))) > 1
-                and not any(name in their_facts.unknown_options for their_facts in self.modules.values())
-            }
-        found: Dict[str, object] = {}
-        for name, by_module in self._disagreeing.items():
-            if path in by_module:
-                found[name] = by_module[path]
-                continue
-            defaults = {repr(by_module[importer]): by_module[importer] for importer in self.resolver.importers(path) if importer in by_module}
-            if len(defaults) == 1:
+            self._disagreeing = {}
+            for name, by_module in defined.items():
+                if (
+                    name not in facts.options and len(set(map(repr, by_module.values()))) > 1
+                    and not any(name in their_facts.unknown_options for their_facts in self.modules.values())
+                ):
+                    for module, default in by_module.items():
+                        self._disagreeing.setdefault(module, {})[name] = default
+            # only the few modules that define such options are resolved: not all the project's imports
+            self._importers_defaults = {}
+            for module, defaults in self._disagreeing.items():
+                for target in self.resolver.imported(module):
+                    for name, default in defaults.items():
+                        self._importers_defaults.setdefault(target, {}).setdefault(name, {})[repr(default)] = default
+        found = dict(self._disagreeing.get(path, {}))
+        for name, defaults in self._importers_defaults.get(path, {}).items():
+            if name not in found and len(defaults) == 1:
                 found[name] = next(iter(defaults.values()))
         return found
 

@@ -1,6 +1,6 @@
 """Module facts by content hash: kept in memory for a run (``FactsCache``), and the form they are
-stored in between runs (``facts_entry``/``facts_from_entry``: marshal bytes with a checksum,
-checked for shape before use), with the trees parsed for them kept for the first stage.
+stored in between runs (``facts_entry``/``facts_from_entry``: marshal bytes with a checksum),
+with the trees parsed for them kept for the first stage.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from ..syntax.ast_parse import Unparsable, compile_python, source_encoding
 from . import calls as project_calls
 from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, config_key, config_options
 from .facts import ModuleFacts, module_facts
-from .kernel_code import well_formed as kernels_well_formed
 
 #: A PEP 263 declaration, anywhere in a buffer's first two lines.
 _CODING = re.compile(r"coding[:=]")
@@ -255,31 +254,10 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
     imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu = fields[8:]
     calls = project_calls.shaped(call_fields)
-    shaped = (
-        isinstance(options, dict) and all(isinstance(name, str) for name in options)
-        and _strings(unknown) and _string_map(copies)
-        and isinstance(predicates, dict) and all(isinstance(name, str) and isinstance(test, list) and len(test) == 4 for name, test in predicates.items())
-        and _strings(saved)
-        and kernels_well_formed(kernels)
-        and calls is not None and _strings(checkpoints)
-        and _string_map(imports) and _strings(stars) and (public is None or _strings(public)) and _string_map(devices)
-        and isinstance(classes, dict) and all(isinstance(name, str) and (bases is None or _strings(bases)) for name, bases in classes.items())
-        and isinstance(mentions_mps, bool) and _strings(rebound) and _strings(availability_rebound) and _strings(off_rebound)
-        and all(isinstance(found, dict) and all(isinstance(name, str) and _strings(names) for name, names in found.items())
-                for found in (saving_classes, factories))
-        and isinstance(weights_on_cpu, bool)
-    )
-    if not shaped:
+    if calls is None:
         return None
     return ModuleFacts(
         options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
         mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu,
     )
 
-
-def _strings(value) -> bool:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _string_map(value) -> bool:
-    return isinstance(value, dict) and all(isinstance(a, str) and isinstance(b, str) for a, b in value.items())
