@@ -82,7 +82,7 @@ def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[
     enumerating = not ENUMERATING.isdisjoint(mentioned)
     found: Set[Definition] = set()
     for path, calls in modules.items():
-        tests = _is_test_module(path)
+        tests = is_test_module(path)
         definitions = calls.definitions
         for name, (_first, _last, decorated, _body, kind) in definitions.items():
             owner, dot, own = name.rpartition(".")
@@ -112,7 +112,7 @@ def _runs_definitions(calls: ModuleCalls, defined: Set[str]) -> bool:
 _RUNNER_CALLED = ("test", "setup", "teardown", "set_up", "tear_down", "pytest_")
 
 
-def _is_test_module(path: str) -> bool:
+def is_test_module(path: str) -> bool:
     """A module of tests (``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``): its
     tests are the runner's to call, its other definitions (``gpu_test()`` in Shen-Lab/GraphCL@b4d7501
     adversarialRobustness_Component/code/common/test.py:36) the tests'."""
