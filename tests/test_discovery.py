@@ -166,7 +166,7 @@ def test_a_whitelist_gitignore_is_read_as_git_reads_it(tmp_path):
     project model reads them too."""
     from pathlib import Path
 
-    from torchdevice_lint.project.model import project_files
+    from torchdevice_lint.project.roots import project_files
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     tree(tmp_path, "pytorch/main.py", "utils/config.py", "scripts/run", "top.py", "model.pth")

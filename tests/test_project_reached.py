@@ -81,8 +81,25 @@ def test_a_helper_of_a_test_module_runs_only_when_something_calls_it(tmp_path):
     test = "import torch\nimport utils\n\n\ndef gpu_test():\n    return torch.zeros(1).cuda()\n\n\nutils.train()\n"
     files = {"utils.py": LOADER, "train.py": TRAIN, "test.py": test}
     assert codes(tmp_path, files, "test.py") == []
-    files["test.py"] += "\n\ndef test_gpu():\n    assert gpu_test().sum() == 0\n"
-    assert codes(tmp_path, files, "test.py") == ["TDV101"]
+    files["test_common.py"] = files.pop("test.py") + "\n\ndef test_gpu():\n    assert gpu_test().sum() == 0\n"
+    assert codes(tmp_path, files, "test_common.py") == ["TDV101"]
+
+
+EVALUATION = (
+    "import torch\n\n\nclass Test:\n    def save(self):\n        return torch.zeros(1).cuda()\n\n"
+    "    def show(self):\n        return torch.ones(1).cuda()\n\n\nif __name__ == '__main__':\n    Test().save()\n"
+)
+
+
+def test_a_script_named_test_is_no_runners_module(tmp_path):
+    # weijun88/F3Net@eecace3 src/test.py:34: pytest collects test_*.py, not an evaluation's test.py
+    files = {"test.py": EVALUATION, "utils.py": LOADER}
+    assert [f.location.row for f in project_findings(tmp_path, files, "test.py", Settings())] == [6]  # save's, not show's
+
+
+def test_a_readme_naming_a_script_runs_what_it_calls(tmp_path):
+    files = {"test.py": EVALUATION, "utils.py": LOADER, "README.md": "Evaluate with `python test.py`.\n"}
+    assert [f.location.row for f in project_findings(tmp_path, files, "test.py", Settings())] == [6]
 
 
 def test_methods_of_a_class_with_bases_may_be_called_by_its_framework(tmp_path):
@@ -124,3 +141,9 @@ def test_a_readme_naming_its_file_keeps_a_module(tmp_path):
     assert codes(tmp_path, files) == ["TDV501", "TDV101"]
     files["README.md"] = "Our utils: see the loss, my_utils.py.\n"  # the word, another file: not this one
     assert codes(tmp_path, files) == []
+
+
+def test_a_call_commented_out_is_a_step_its_author_runs(tmp_path):
+    # xy-guo/MVSNet_pytorch@e0f2ae3 eval.py:302 "# step1. save all the depth maps", "# save_depth()"
+    script = EVALUATION.replace("    Test().save()\n", "    # Test().show()\n    Test().save()\n")
+    assert [f.location.row for f in project_findings(tmp_path, {"test.py": script, "utils.py": LOADER}, "test.py", Settings())] == [6, 9]

@@ -108,23 +108,46 @@ def parameters_moved_to_cpu(save: ast.Call, scope: ast.AST) -> bool:
                 states.add(target.id)
             elif type(target) is ast.Subscript and type(target.value) is ast.Name and type(value) is ast.Name:
                 held.setdefault(target.value.id, set()).add(value.id)
-        elif type(node) is ast.For and type(node.iter) is ast.Call and last_name(node.iter.func) == "items":
-            owner = node.iter.func.value if type(node.iter.func) is ast.Attribute else None
-            if type(owner) is ast.Name and any(_moves_item_to_cpu(inner, owner.id) for inner in nodes_below(node)):
-                moved.add(owner.id)
+        elif type(node) is ast.For:
+            owner = _iterated_dict(node.iter)
+            if owner is not None and any(_moves_item_to_cpu(inner, owner) for inner in nodes_below(node)):
+                moved.add(owner)
     on_cpu = states & moved
     return saved.id in on_cpu or bool(held.get(saved.id, set()) & on_cpu)
 
 
+def _iterated_dict(iterated: ast.expr) -> Optional[str]:
+    """The name a loop goes through the keys or items of: ``state.items()``, ``state.keys()``, ``state``."""
+    if type(iterated) is ast.Name:
+        return iterated.id
+    if type(iterated) is ast.Call and type(iterated.func) is ast.Attribute and iterated.func.attr in ("items", "keys"):
+        return iterated.func.value.id if type(iterated.func.value) is ast.Name else None
+    return None
+
+
 def _moves_item_to_cpu(node: ast.AST, owner: str) -> bool:
-    """``owner[key] = param.cpu()``."""
+    """``owner[key] = param.cpu()``, or ``.to("cpu")``, ``.to(torch.device("cpu"))``
+    (naoto0804/pytorch-AdaIN@47950d0 train.py:131-133)."""
     if type(node) is not ast.Assign or len(node.targets) != 1:
         return False
     target, value = node.targets[0], node.value
     return (
         type(target) is ast.Subscript and type(target.value) is ast.Name and target.value.id == owner
-        and type(value) is ast.Call and last_name(value.func) == "cpu"
+        and type(value) is ast.Call and _to_cpu(value)
     )
+
+
+def _to_cpu(call: ast.Call) -> bool:
+    """``x.cpu()``, ``x.to("cpu")``, ``x.to(torch.device("cpu"))``, ``x.to(device="cpu")``."""
+    called = last_name(call.func)
+    if called == "cpu":
+        return True
+    if called != "to" or len(call.args) + len(call.keywords) != 1:
+        return False
+    device = call.args[0] if call.args else call.keywords[0].value if call.keywords[0].arg == "device" else None
+    if type(device) is ast.Call and last_name(device.func) == "device" and len(device.args) == 1:
+        device = device.args[0]
+    return type(device) is ast.Constant and device.value == "cpu"
 
 
 def _maybe_skipped(move: ast.Call, save: ast.Call, scope: ast.AST) -> bool:

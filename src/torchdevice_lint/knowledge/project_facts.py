@@ -185,12 +185,17 @@ class ProjectFacts:
 
     def passed_value(self, positional: Optional[list], keywords: Optional[dict], index: Optional[int], keyword: str):
         """The default of the option a call passes as argument ``index`` or ``keyword``
-        (``_passed_in_caller``'s lists), None where unknown."""
+        (``_passed_in_caller``'s lists), None where unknown. An attribute the project binds only
+        to an availability check holds False where CUDA is missing, whichever module binds it
+        (Tiiiger/SGC@2c7a272 citation.py:28 passes ``args.cuda``, which args.py:39 binds to
+        ``not args.no_cuda and torch.cuda.is_available()``)."""
         if positional is None:
             return None
         option = positional[index] if index is not None and index < len(positional) else keywords.get(keyword)
         if isinstance(option, list):  # the calling module's own option: ``["=", default]``
             return option[1]
+        if option in self.availability_options:
+            return False
         return self.holds([option, False, None, None]) if option is not None else None
 
     def holds(self, test: list) -> Optional[bool]:

@@ -8,7 +8,6 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge.cst_guards import NVIDIA_ONLY_PACKAGES
 from .kernels import Span
-from .reached import is_test_module
 
 
 def short_name(dotted: str) -> str:
@@ -137,10 +136,17 @@ def _module_name(path: str) -> str:
     return file.parent.name if file.stem == "__init__" else file.stem
 
 
+def _is_test(path: str) -> bool:
+    """A module that tests something by its name or its folder's (``test.py``, ``test_fused.py``,
+    ``tests/``): run by hand or by a runner, it exists for what it imports."""
+    file = PurePath(path)
+    return file.name.startswith("test") or file.name.endswith("_test.py") or file.parent.name in ("test", "tests")
+
+
 def _tested_kernel(path: str, facts: dict, whole: Mapping[str, str]) -> Optional[str]:
     """The kernel a test module exists for: it imports, unconditionally, a module that cannot be
     imported without the kernel (``whole``: by module name)."""
-    if not facts or not whole or not is_test_module(path):
+    if not facts or not whole or not _is_test(path):
         return None
     for dotted, guarded in facts["imports"].values():
         kernel = next((whole[part] for part in dotted.lstrip(".").split(".")[-2:] if part in whole), None)

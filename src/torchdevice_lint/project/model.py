@@ -15,25 +15,22 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from ..knowledge.project_facts import ProjectFacts
-from ..model.settings import ignore_file_spec
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
-from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, Launches, config_defaults, config_key
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, Launches, config_defaults, config_key
 from .context import cuda_context_spans
-from .reached import TEXT_SUFFIXES, MAX_TEXTS, TextWords, package_like, unreached_spans
+from .reached import TEXT_SUFFIXES, MAX_TEXTS, TextWords, commented_calls, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
-from .roots import builds_only_a_kernel, is_project_root
+from .roots import builds_only_a_kernel, marks_a_project, project_files
 from .prints import Looked, StoredPrints, looked_at, project_digest
 from .shipped import candidate_paths, shipped_files
 from .stored import MAX_FILE_BYTES, FactsCache, KeptTrees, parse_facts_of, parsed_as_checked, regular_file_bytes
 from .stateless import parameterless_classes
 
-#: Folders never read for the model (virtualenvs, caches, build output).
-SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
 #: A project with more Python files than this is not read: its files are judged alone.
 MAX_FILES = 20_000
 
@@ -64,11 +61,6 @@ def project_root(path: str, named: Sequence[Path] = (), marks: Optional[Callable
     holding = [folder for folder in named if folder in file.parents and folder in top.parents]
     found = min(holding, key=lambda folder: len(folder.parts)) if holding else top
     return found if kernel_build is None or found in kernel_build.parents else kernel_build
-
-
-def marks_a_project(folder: Path) -> bool:
-    """Whether ``folder`` is a project's root: it holds a marker (``pyproject.toml``, ``.git``...)."""
-    return (folder / ".git").exists() or is_project_root(folder)
 
 
 class Project:
@@ -117,8 +109,11 @@ class Project:
             Path(os.path.abspath(root)), {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")},
             everywhere=not docs_read,
         )
+        #: By module, the names its comments call (``reached.commented_calls``).
+        self._commented: Dict[str, Set[str]] = {}
         for file in files if modules_read else ():
-            self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
+            data = self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
+            self._commented[str(file)] = commented_calls(data) if data is not None else set()
         #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
         self._reach_known = configs_read and docs_read
         for file in configs if configs_read else ():
@@ -134,7 +129,8 @@ class Project:
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
         self._looked: List[Looked] = []
 
-    def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> None:
+    def _hash(self, file: Path, hashes: Dict[str, Optional[str]], key_of: Callable[[bytes], str], limit: int = MAX_FILE_BYTES) -> Optional[bytes]:
+        """Hashes the file's bytes (None: not a regular file), which it returns."""
         data = regular_file_bytes(file, limit)
         key = hashes[str(file)] = key_of(data) if data is not None else None
         self.launches.read(file, data)
@@ -142,6 +138,7 @@ class Project:
             self.cache.used.add(key)  # kept by a save even where stored fingerprints spare reading it
             if not self.cache.knows(key):
                 self._unread[str(file)] = data
+        return data
 
     @property
     def modules(self) -> Dict[str, ModuleFacts]:
@@ -190,6 +187,7 @@ class Project:
         facts = module_facts(tree) if tree is not None else parse_facts_of(data)
         self.modules[os.path.abspath(path)] = facts
         self.launches.read(Path(path), data)
+        self._commented[os.path.abspath(path)] = commented_calls(data)
         self._facts = None
         self._file_facts = {}
         self._disagreeing = None
@@ -228,7 +226,7 @@ class Project:
         if self._text_words is None:
             self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
             self._reach_known = self._reach_known and len(self._text_words.texts) <= MAX_TEXTS and not package_like(self.root)
-        return unreached_spans(self.modules, self._text_words) if self._reach_known else {}
+        return unreached_spans(self.modules, self._text_words, set().union(*self._commented.values())) if self._reach_known else {}
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring
@@ -403,44 +401,6 @@ def _in_caller(argument, caller: ModuleFacts):
     if argument is not None and argument in caller.options:
         return ["=", caller.options[argument]]
     return argument
-
-
-def project_files(root: Path) -> Iterator[Path]:
-    """The project's modules, YAML configs and docs, leaving out what its top-level ``.gitignore``
-    ignores (downloaded data, vendored checkouts): git does not hold them, so neither does the
-    project; and the folders below that are projects of their own (a checkout inside a folder
-    of scripts)."""
-    ignored = _root_gitignore(root)
-    for folder, subfolders, files in os.walk(root):
-        here = Path(folder)
-        relative = here.relative_to(root).as_posix()
-        prefix = "" if relative == "." else relative + "/"
-        subfolders[:] = [
-            name for name in subfolders
-            if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match(prefix + name, is_dir=True))
-            and not (marks_a_project(here / name) and not builds_only_a_kernel(here / name))
-            and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
-        ]
-        yield from (
-            here / name for name in files
-            if (name.endswith(".py") or _read_beside_modules(name)) and not (ignored and ignored.match(prefix + name))
-        )
-
-
-def _read_beside_modules(name: str) -> bool:
-    """A YAML config, or a file that documents how the project runs (``README``, ``run.sh``)."""
-    if name.startswith("."):
-        return False
-    return name.endswith(CONFIG_SUFFIXES + DOC_SUFFIXES + TEXT_SUFFIXES) or name.lower().startswith("readme")
-
-
-def _root_gitignore(root: Path):
-    """The root's ``.gitignore`` as patterns, or None (none there, or unreadable)."""
-    try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
-    return ignore_file_spec(lines)
 
 
 class Projects:

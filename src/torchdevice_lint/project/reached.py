@@ -28,13 +28,16 @@ Span = Tuple[int, int]
 Definition = Tuple[str, str]
 
 
-def unreached_spans(facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]]) -> Dict[str, Tuple[Span, ...]]:
+def unreached_spans(
+    facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]], commented: Iterable[str] = (),
+) -> Dict[str, Tuple[Span, ...]]:
     """By module path: the bodies of the functions and methods nothing reachable runs (a
     definition's header runs at import: its defaults, its decorators), in the modules that are
     part of a running program: imported by another (``imported``: the module names the
     project's imports name), or scripts that call the project's definitions. A module of
     definitions nothing imports is someone else's to call (a file being written, an API).
-    ``words_in_texts``: those of the given names the project's other texts hold."""
+    ``words_in_texts``: those of the given names the project's other texts hold; ``commented``:
+    the names the modules' comments call (``commented_calls``), which stay called."""
     modules = {path: module.calls for path, module in facts.items()}
     imported = {
         part for module in facts.values() for origin in (*module.imports.values(), *module.star_imports)
@@ -45,13 +48,20 @@ def unreached_spans(facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[
     for calls in modules.values():
         mentioned.update(calls.mentions)  # a name used as a value (``calls.escaped``) among them
     defined = {name.rpartition(".")[2] for calls in modules.values() for name in calls.definitions}
-    running = {path for path, calls in modules.items() if stems[path] in imported or _runs_definitions(calls, defined)}
+    scripts = {path for path, calls in modules.items() if _runs_definitions(calls, defined)}
+    running = scripts | {path for path in modules if stems[path] in imported}
     candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
     if not candidates:
         return {}
-    # a definition, or its file, that a README, a config or a notebook names is the users' to call
+    # a definition, or a module of definitions, that a README, a config or a notebook names is
+    # the users' to call (ZhaoJ9014/face.evoLVe@a9897bd util/extract_feature_v1.py); a script it
+    # names is run, and runs what its own statements call (weijun88/F3Net@eecace3 "python test.py")
     in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates} | {stems[path] + ".py" for path, _ in candidates})
-    candidates = {(path, name) for path, name in candidates if name.rpartition(".")[2] not in in_texts and stems[path] + ".py" not in in_texts}
+    candidates = {
+        (path, name) for path, name in candidates
+        if name.rpartition(".")[2] not in in_texts and name.rpartition(".")[2] not in commented
+        and (path in scripts or stems[path] + ".py" not in in_texts)
+    }
     reached = _reached(modules, stems, candidates)
     spans: Dict[str, List[Span]] = {}
     for path, name in candidates - reached:
@@ -82,7 +92,7 @@ def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[
     enumerating = not ENUMERATING.isdisjoint(mentioned)
     found: Set[Definition] = set()
     for path, calls in modules.items():
-        tests = is_test_module(path)
+        tests = collected_by_runner(path)
         definitions = calls.definitions
         for name, (_first, _last, decorated, _body, kind) in definitions.items():
             owner, dot, own = name.rpartition(".")
@@ -112,12 +122,15 @@ def _runs_definitions(calls: ModuleCalls, defined: Set[str]) -> bool:
 _RUNNER_CALLED = ("test", "setup", "teardown", "set_up", "tear_down", "pytest_")
 
 
-def is_test_module(path: str) -> bool:
-    """A module of tests (``test_*.py``, ``*_test.py``, ``conftest.py``, under ``tests/``): its
-    tests are the runner's to call, its other definitions (``gpu_test()`` in Shen-Lab/GraphCL@b4d7501
-    adversarialRobustness_Component/code/common/test.py:36) the tests'."""
-    folder, name = os.path.split(path)
-    return name.startswith("test") or name.endswith("_test.py") or name == "conftest.py" or os.path.basename(folder) in ("test", "tests")
+def collected_by_runner(path: str) -> bool:
+    """A module pytest collects (``test_*.py``, ``*_test.py``) or its ``conftest.py``: its tests
+    are the runner's to call, its other definitions (``gpu_test()`` in Shen-Lab/GraphCL@b4d7501
+    adversarialRobustness_Component/code/common/test.py:36) the tests'. A script named
+    ``test.py`` is an evaluation pytest leaves alone (weijun88/F3Net@eecace3 src/test.py: its
+    ``Test`` class is the script's, not a runner's); unittest runs only its ``TestCase``
+    classes, whose methods are kept as those of any class with bases."""
+    name = os.path.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
 def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candidates: Set[Definition]) -> Set[Definition]:
@@ -181,8 +194,22 @@ TEXT_SUFFIXES = (".ipynb", ".json", ".cfg", ".ini", ".toml", ".txt")
 MAX_TEXTS = 2000
 #: Texts larger than this are data: not read.
 MAX_TEXT_BYTES = 1 << 20
+#: A comment, and a name called in one.
+_COMMENT = re.compile(rb"#[^\n]*")
+_CALLED_NAME = re.compile(rb"([A-Za-z_]\w*)\(")
 #: A module's file name in a text (``./util/extract_feature_v1.py``).
 _FILE_NAME = re.compile(rb"(?<![\w-])[A-Za-z_]\w*\.py(?!\w)")
+
+
+def commented_calls(data: bytes) -> Set[str]:
+    """The names a module's comments call (``# save_depth()``, ``# t.show()``): a step its author
+    runs by taking the ``#`` away (xy-guo/MVSNet_pytorch@e0f2ae3 eval.py:302 ``# save_depth()``,
+    "step1" of the README's evaluation) is judged as called."""
+    found: Set[str] = set()
+    for comment in _COMMENT.findall(data):
+        if b"(" in comment:
+            found.update(name.decode("ascii") for name in _CALLED_NAME.findall(comment))
+    return found
 
 
 class TextWords:

@@ -1,6 +1,7 @@
 """Project roots: the nearest directory at or above a file that declares a Python project or its
 environment. A monorepo holds several, each with its own torch (``app/torch_target.py``); the
-project model (``project/model.py``) reads a project's modules from the same markers.
+project model (``project/model.py``) reads a project's modules from the same markers, and the
+files a project holds (``project_files``).
 
 Answers are cached per directory for the life of the process (a run, or an editor session until
 ``forget_project_roots`` after a project file changes).
@@ -13,6 +14,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Optional
+
+from ..model.settings import ignore_file_spec
+from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES
+from .reached import TEXT_SUFFIXES
 
 #: Files that make a directory a project root.
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
@@ -127,3 +132,50 @@ def is_project_root(directory: Path) -> bool:
         return any(candidate.is_file() for candidate in directory.glob(REQUIREMENTS_GLOB))
     except OSError:
         return False
+
+
+#: Folders never read for the model (virtualenvs, caches, build output).
+SKIPPED = frozenset({".git", ".hg", ".tox", ".nox", ".venv", "venv", "__pycache__", "build", "dist", "node_modules", "site-packages"})
+
+
+def marks_a_project(folder: Path) -> bool:
+    """Whether ``folder`` is a project's root: it holds a marker (``pyproject.toml``, ``.git``...)."""
+    return (folder / ".git").exists() or is_project_root(folder)
+
+
+def project_files(root: Path) -> Iterator[Path]:
+    """The project's modules, YAML configs and docs, leaving out what its top-level ``.gitignore``
+    ignores (downloaded data, vendored checkouts): git does not hold them, so neither does the
+    project; and the folders below that are projects of their own (a checkout inside a folder
+    of scripts)."""
+    ignored = _root_gitignore(root)
+    for folder, subfolders, files in os.walk(root):
+        here = Path(folder)
+        relative = here.relative_to(root).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        subfolders[:] = [
+            name for name in subfolders
+            if name not in SKIPPED and not name.startswith(".") and not (ignored and ignored.match(prefix + name, is_dir=True))
+            and not (marks_a_project(here / name) and not builds_only_a_kernel(here / name))
+            and not (here / name / "pyvenv.cfg").exists()  # a virtualenv
+        ]
+        yield from (
+            here / name for name in files
+            if (name.endswith(".py") or _read_beside_modules(name)) and not (ignored and ignored.match(prefix + name))
+        )
+
+
+def _read_beside_modules(name: str) -> bool:
+    """A YAML config, or a file that documents how the project runs (``README``, ``run.sh``)."""
+    if name.startswith("."):
+        return False
+    return name.endswith(CONFIG_SUFFIXES + DOC_SUFFIXES + TEXT_SUFFIXES) or name.lower().startswith("readme")
+
+
+def _root_gitignore(root: Path):
+    """The root's ``.gitignore`` as patterns, or None (none there, or unreadable)."""
+    try:
+        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return ignore_file_spec(lines)

@@ -261,6 +261,40 @@ AVAILABILITY_NAME_PASSED = (
         files={"main.py": _NAME_PASSED.format("torch.cuda.is_available()") + "use_cuda = True\ntrain(torch.nn.Linear(2, 2), use_cuda)\n"},
     ),
 )
+#: A flag attribute another module binds to an availability test, passed as a flag (Tiiiger/SGC@2c7a272
+#: args.py:39 ``args.cuda = not args.no_cuda and torch.cuda.is_available()``, citation.py:28).
+AVAILABILITY_ATTRIBUTE_PASSED = Valid(
+    "def load_citation(dataset, cuda=True):\n    if cuda:\n        features.cuda()\n",
+    files={
+        "args.py": (
+            "import argparse\nimport torch\n\ndef get_citation_args():\n    parser = argparse.ArgumentParser()\n"
+            "    parser.add_argument('--no-cuda', action='store_true')\n    args = parser.parse_args()\n"
+            "    args.cuda = not args.no_cuda and torch.cuda.is_available()\n    return args\n"
+        ),
+        "citation.py": "from args import get_citation_args\nfrom example import load_citation\nargs = get_citation_args()\nload_citation('cora', args.cuda)\n",
+    },
+)
+#: An evaluation script the README runs (weijun88/F3Net@eecace3 "python test.py"): a method its
+#: own statements never call does not run.
+SCRIPT_RUN_BY_README = Valid(
+    "import torch\n\nclass Test:\n    def save(self):\n        return 1\n\n    def show(self):\n        return torch.ones(1).cuda()\n\n"
+    "if __name__ == '__main__':\n    Test().save()\n",
+    files={"README.md": "Evaluate with `python example.py`.\n"},
+)
+#: A decoder's weights moved to the CPU key by key before each save (naoto0804/pytorch-AdaIN@47950d0
+#: train.py:130-134): the released decoder holds CPU tensors.
+DECODER_SAVED_ON_CPU = {
+    "train.py": (
+        "import torch\n\nfor i in range(10):\n    state_dict = net.decoder.state_dict()\n    for key in state_dict.keys():\n"
+        "        state_dict[key] = state_dict[key].to(torch.device('cpu'))\n    torch.save(state_dict, 'decoder_iter_{:d}.pth.tar'.format(i + 1))\n"
+    )
+}
+#: A folder of splits built where it is missing (galsang/BiDAF-pytorch@8e16379 model/data.py:46-64).
+FOLDER_CACHE = (
+    "import os\nimport torch\n\ndef splits(dataset_path):\n    train_path = dataset_path + 'train_examples.pt'\n"
+    "    if os.path.exists(dataset_path):\n        train = torch.load(train_path)\n    else:\n        train = build()\n"
+    "        os.makedirs(dataset_path)\n        torch.save(train, train_path)\n    return train\n"
+)
 #: A kernel's class built only where a flag rebound with an availability test holds
 #: (hendrycks/outlier-exposure@e6ede98 NLP_language_modeling/torchqrnn/forget_mult.py:95-117,175-179);
 #: ``{}``: the flag's rebinding.

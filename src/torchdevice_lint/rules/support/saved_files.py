@@ -29,6 +29,8 @@ SAVERS = {"torch.save", "torch.jit.save"}
 _GENERIC_PATHS = frozenset({"str", "open", "Path", "PurePath", "join", "format", "print"})
 #: Existence checks: ``os.path.isfile(p)``, ``os.path.exists(p)``, ``p.is_file()``, ``p.exists()``.
 _EXISTENCE_CHECKS = {"isfile", "exists", "is_file"}
+#: Calls that create a folder (the cache a missing folder is filled as).
+_FOLDER_MAKERS = frozenset({"os.makedirs", "os.mkdir"})
 
 
 def path_keys(path: cst.BaseExpression) -> FrozenSet[str]:
@@ -169,7 +171,7 @@ def cache_written_when_missing(stack, keys: FrozenSet[str], qualname) -> bool:
             written = _saves_in(node.orelse, keys, qualname) if node.orelse is not None else frozenset()
             if not written and guards.terminates(node.body):
                 written = _saves_in(statements_after(stack, index), keys, qualname)
-            if written and path_keys(checked) & written:
+            if written and (path_keys(checked) & written or _makes_folder(node.orelse, checked, qualname)):
                 return True
         elif isinstance(node, cst.Try) and inner is node.body and node.handlers:
             if not any(guards.terminates(handler.body) for handler in node.handlers) and _saves_in(statements_after(stack, index), keys, qualname):
@@ -201,6 +203,18 @@ def _saves_in(root, keys: FrozenSet[str], qualname) -> FrozenSet[str]:
         if len(call.args) > 1 and qualname(call.func) in SAVERS:
             saved |= path_keys(call.args[1].value)
     return frozenset(saved) if saved & keys else frozenset()
+
+
+def _makes_folder(root, checked: cst.BaseExpression, qualname) -> bool:
+    """Whether ``root`` (the branch that runs where ``checked`` is missing) creates that folder:
+    the files it saves there are the cache (galsang/BiDAF-pytorch@8e16379 model/data.py:46-64,
+    ``if os.path.exists(dataset_path): torch.load(...)``, else ``os.makedirs(dataset_path)`` and
+    the saves)."""
+    wanted = path_keys(checked)
+    return root is not None and any(
+        qualname(call.func) in _FOLDER_MAKERS and call.args and path_keys(call.args[0].value) & wanted
+        for call in nodes_of_type(root, cst.Call)
+    )
 
 
 def _existence_checked_path(test: cst.BaseExpression) -> Optional[cst.BaseExpression]:
