@@ -63,12 +63,19 @@ def test_a_namesake_in_another_module_does_not_count(tmp_path):
 def test_a_worker_spawned_per_gpu_and_what_it_calls_are_judged_guarded(tmp_path):
     files = {"utils.py": HELPER, "train.py": SPAWN}
     assert codes(tmp_path, files) == []
-    assert codes(tmp_path, files, "train.py") == []  # the --dist-backend option only reaches the worker
+    # the --dist-backend option only reaches the worker; the spawn itself starts none without a GPU
+    assert codes(tmp_path, files, "train.py") == ["TDV307"]
+
+
+def test_a_worker_spawned_at_least_once_is_judged_as_usual(tmp_path):
+    # the count TDV307 suggests: the worker runs on a CPU, where its process group needs a backend
+    files = {"utils.py": HELPER, "train.py": SPAWN.replace("nprocs=gpus", "nprocs=max(1, gpus)")}
+    assert codes(tmp_path, files, "train.py") == ["TDV303"]
 
 
 def test_a_process_group_started_outside_the_worker_keeps_the_backend_finding(tmp_path):
     files = {"utils.py": HELPER, "train.py": SPAWN + "\n\ndist.init_process_group(backend=parser.parse_args().dist_backend)\n"}
-    assert codes(tmp_path, files, "train.py") == ["TDV303"]
+    assert codes(tmp_path, files, "train.py") == ["TDV303", "TDV307"]
 
 
 def test_a_class_built_only_in_the_worker_has_its_methods_judged_guarded(tmp_path):
@@ -130,9 +137,10 @@ def test_a_method_of_a_model_named_like_the_worker_does_not_call_it(tmp_path):
     )
     init = "from models import Net\n\n\ndef main():\n    generator = Net().cuda()\n    generator.train()\n"
     models = "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
-    assert codes(tmp_path, {"train.py": worker, "models.py": models}, "train.py") == []
-    assert codes(tmp_path, {"train.py": worker, "init.py": init, "models.py": models}, "train.py") == []
-    assert codes(tmp_path, {"train.py": worker, "other.py": "import train\ntrain.train(0, None)\n"}, "train.py") == ["TDV101"]
+    # the spawn itself starts no process without a GPU (TDV307); the worker's code is judged guarded
+    assert codes(tmp_path, {"train.py": worker, "models.py": models}, "train.py") == ["TDV307"]
+    assert codes(tmp_path, {"train.py": worker, "init.py": init, "models.py": models}, "train.py") == ["TDV307"]
+    assert codes(tmp_path, {"train.py": worker, "other.py": "import train\ntrain.train(0, None)\n"}, "train.py") == ["TDV307", "TDV101"]
 
 
 def test_a_helper_called_after_a_device_test_in_an_and_is_judged_guarded(tmp_path):

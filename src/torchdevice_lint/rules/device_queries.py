@@ -11,45 +11,19 @@ arithmetic after them. So these rules read the value's own checks (``if torch.ve
 from __future__ import annotations
 
 import ast
-import operator
 from typing import Dict, FrozenSet, List, Optional
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import Facts
-from ..first_stage.triggers import Resolved, Unguarded
-from ..knowledge import cst_distributed as distributed_code
-from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
-from ..knowledge.value_checks import assigned_values, combined, runs_only_if
+from ..first_stage.triggers import Resolved, Triggers, Unguarded
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from ..knowledge.value_checks import combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax import ast_nodes
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
-
-
-def scope_names(rule: Rule, cache: Dict[int, FrozenSet[str]], accepts) -> FrozenSet[str]:
-    """The names bound only to values ``accepts`` takes, readable where the node being visited
-    runs: those of the innermost function, of the methods of its class for ``self.`` names, and
-    of the module for names the function does not bind. ``cache`` keeps them per scope."""
-    ctx = rule.ctx
-    function = ctx.enclosing_function()
-    key = id(function if function is not None else ctx.module)
-    if key in cache:
-        return cache[key]
-
-    def of(scope: cst.CSTNode) -> FrozenSet[str]:
-        values = ctx.assigned_values(scope)
-        return frozenset(name for name, found in values.items() if all(v is not None and accepts(v) for v in found))
-
-    names = set(of(ctx.module))
-    if function is not None:
-        local = ctx.bound_names(function)
-        names = {name for name in names if name.split(".")[0] not in local} | of(function)
-        owner = ctx.enclosing_class()
-        if owner is not None:
-            methods = [statement for statement in owner.body.body if isinstance(statement, cst.FunctionDef)]
-            names |= {name for method in methods for name in of(method) if name.startswith("self.")}
-    cache[key] = frozenset(names)
-    return cache[key]
+from .support.common import display_only, keyword
+from .support.device_counts import DEVICE_COUNTS, DeviceCounting, scope_names
 
 
 def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -222,15 +196,7 @@ class CudaVersionNone(Rule):
         return "comparing it" if type(compared).__name__ in ORDERINGS else None
 
 
-DEVICE_COUNTS = frozenset(
-    {"torch.cuda.device_count", "torch.accelerator.device_count", "torch.xpu.device_count", "torch.mps.device_count"}
-)
 DIVISIONS = frozenset({"Divide", "FloorDivide", "Modulo", "DivideAssign", "FloorDivideAssign", "ModuloAssign"})
-#: ``count OP k`` holds for a count of 0: then the other branch has a nonzero count.
-COMPARISONS = {
-    "LessThan": operator.lt, "LessThanEqual": operator.le, "GreaterThan": operator.gt,
-    "GreaterThanEqual": operator.ge, "Equal": operator.eq, "NotEqual": operator.ne,
-}
 
 
 _COUNT_CALLS = Resolved(DEVICE_COUNTS, calls=True)
@@ -270,7 +236,7 @@ _MMCV_LAUNCHER = (
 _LAUNCH_README = "python -m torch.distributed.launch --nproc_per_node 8 example.py --launcher pytorch\n"
 
 
-class DeviceCountDivisor(Rule):
+class DeviceCountDivisor(DeviceCounting, Rule):
     code = "TDV305"
     name = "device-count-divisor"
     hazard_without_cuda = True
@@ -400,14 +366,6 @@ class DeviceCountDivisor(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._aliases: Dict[int, FrozenSet[str]] = {}
-        #: Every name the file binds a device count to somewhere: all ``scope_names`` can find.
-        self._counted: Optional[FrozenSet[str]] = None
-        self._gpu_only_group: Optional[bool] = None
-        self._workers: Optional[FrozenSet[str]] = None
-
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if type(node.operator).__name__ in DIVISIONS and not isinstance(
             node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
@@ -421,65 +379,6 @@ class DeviceCountDivisor(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "divmod" and len(node.args) == 2:
             self._check(node.args[1].value, "`divmod`")
-
-    def _counts(self, node: cst.BaseExpression) -> bool:
-        """A device count: the call, a name bound only to one, or a product with one."""
-        if isinstance(node, cst.Call):
-            return self.ctx.qualname(node.func) in DEVICE_COUNTS
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-            return self._counts(node.left) or self._counts(node.right)
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            name = dotted_name(node)
-            if name not in self._counted_anywhere():
-                return False  # most divisors: no scope needs reading
-            names = scope_names(self, self._aliases, lambda value: isinstance(value, cst.Call) and self._counts(value))
-            return name in names
-        return False
-
-    def _counted_anywhere(self) -> FrozenSet[str]:
-        if self._counted is None:
-            values = assigned_values(self.ctx.module, nested=True)
-            self._counted = frozenset(
-                name for name, found in values.items() if any(isinstance(value, cst.Call) and self._counts(value) for value in found)
-            )
-        return self._counted
-
-    def _sign(self, test: cst.BaseExpression) -> int:
-        parts = combined(test, self._sign)
-        if parts is not None:
-            return parts
-        if self._counts(test):
-            return POSITIVE
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            left, target = test.left, test.comparisons[0]
-            compare = COMPARISONS.get(type(target.operator).__name__)
-            if compare is None:
-                return NEUTRAL
-            if self._counts(left) and isinstance(target.comparator, cst.Integer):
-                holds_at_zero = compare(0, int(target.comparator.value))
-            elif self._counts(target.comparator) and isinstance(left, cst.Integer):
-                holds_at_zero = compare(int(left.value), 0)
-            else:
-                return NEUTRAL
-            return NEGATIVE if holds_at_zero else POSITIVE
-        return NEUTRAL
-
-    def _runs_without_gpu(self) -> bool:
-        """Distributed-only code exempts other rules (a run launched for GPUs), but a process
-        group with gloo starts on a CPU, and there the division raises. Not so where no
-        distributed run of the file starts without a GPU: a group whose backend only a GPU has
-        (TDV303 reports it; after its fix the next pass reports this), a worker spawned once per
-        GPU, a set-up function that refuses to run without CUDA (TDV309 reports the refusal)."""
-        ctx = self.ctx
-        if not ctx.distributed_depth:
-            return True
-        if self._gpu_only_group is None:  # once per file
-            self._gpu_only_group = distributed_code.starts_gpu_only_group(ctx.module, ctx.qualname, ctx.classify)
-            self._workers = spawned_per_gpu(ctx.module, ctx.qualname) if "spawn" in ctx.source else frozenset()
-        functions = [scope for scope in ctx.scopes if isinstance(scope, cst.FunctionDef)]
-        if functions and (functions[0].name.value in self._workers or distributed_code.refuses_without_gpu(functions[-1], ctx.classify)):
-            return False
-        return not self._gpu_only_group
 
     def _check(self, divisor: cst.BaseExpression, how: str) -> None:
         if not self._counts(divisor) or self.ctx.availability_guarded or not self._runs_without_gpu():
@@ -495,4 +394,74 @@ class DeviceCountDivisor(Rule):
         self.report(divisor, self.message.format(source_of(divisor), how), fix)
 
 
-RULES = (CudaVersionNone, DeviceCountDivisor)
+#: Calls that start ``nprocs`` processes (``torch.multiprocessing.spawn``, ``start_processes``).
+SPAWNERS = ("spawn", "start_processes")
+#: nerfplusplus's launch (Kai-46/nerfplusplus@ebf2f3e ddp_train_nerf.py:590-597).
+_SPAWN_PER_GPU = (
+    "import torch\n\ndef train(rank, args):\n    torch.cuda.set_device(rank)\n\n"
+    "def main(args):\n    if args.world_size == -1:\n        args.world_size = torch.cuda.device_count()\n"
+    "    torch.multiprocessing.spawn(train, args=(args,), nprocs=args.world_size, join=True)\n"
+)
+
+
+class DeviceCountSpawn(DeviceCounting, Rule):
+    code = "TDV307"
+    name = "device-count-spawn"
+    hazard_without_cuda = True
+    message = "`{}` is 0 on a machine without a GPU (CPU-only, Mac): `{}` starts no process there, and the program silently does nothing"
+    fix_title = "Start one process on the CPU where no GPU is, once the worker picks its own device"
+    fix_safety = Applicability.DISPLAY_ONLY
+    what = (
+        "Checks for `torch.multiprocessing.spawn(worker, nprocs=n)` (or `start_processes`) where `n` is "
+        "`torch.cuda.device_count()` or a name the file binds to it (`args.world_size = "
+        "torch.cuda.device_count()`), outside a check of the count, the availability checks and code "
+        "that only runs distributed (`if args.multiprocessing_distributed:`, off by default)."
+    )
+    why = (
+        "`spawn` with `nprocs=0` returns at once (torch 2.13): the worker never runs, nothing raises, "
+        "and the run ends having done nothing (nerfplusplus's `ddp_train_nerf.py` on a Mac). The worker "
+        "itself only runs where CUDA is, so its `.to(rank)` and `torch.cuda.set_device(rank)` are not "
+        "reported while the count can be 0; counted as `max(1, ...)`, it runs on a CPU, and they are."
+    )
+    fix_safety_note = (
+        "No fix is applied: one process on the CPU runs a worker written for GPUs (`.to(rank)`, "
+        "`set_device(rank)`, an NCCL group), which then raises where it did nothing; the worker needs "
+        "a device of its own first."
+    )
+    triggers = Triggers(calls=SPAWNERS)
+    valid = (
+        Valid("import torch\ntorch.multiprocessing.spawn(train, nprocs=max(1, torch.cuda.device_count()))\n"),
+        Valid("import torch\nn = torch.cuda.device_count()\nif n == 0:\n    train(0)\nelse:\n    torch.multiprocessing.spawn(train, nprocs=n)\n"),
+        Valid("import torch\nif torch.cuda.is_available():\n    torch.multiprocessing.spawn(train, nprocs=torch.cuda.device_count())\n"),
+        Valid("import torch.multiprocessing as mp\nmp.spawn(train, nprocs=4)\n"),
+        # pytorch/examples imagenet: only the distributed run, off by default, spawns per GPU
+        Valid(
+            "import argparse\nimport torch\nimport torch.multiprocessing as mp\n\nparser = argparse.ArgumentParser()\n"
+            "parser.add_argument('--multiprocessing-distributed', action='store_true')\nargs = parser.parse_args()\n"
+            "ngpus_per_node = torch.cuda.device_count()\nif args.multiprocessing_distributed:\n"
+            "    mp.spawn(main_worker, nprocs=ngpus_per_node, args=(ngpus_per_node, args))\nelse:\n"
+            "    main_worker(0, ngpus_per_node, args)\n"
+        ),
+    )
+    invalid = (
+        Invalid(_SPAWN_PER_GPU, fixed=None),
+        Invalid("import torch.multiprocessing as mp\nimport torch\nmp.spawn(train, (cfg,), torch.cuda.device_count())\n", fixed=None),
+        # facebookresearch/barlowtwins@8e8d284 main.py:51,70: an attribute bound to the count
+        Invalid("import torch\nargs.ngpus_per_node = torch.cuda.device_count()\ntorch.multiprocessing.spawn(main_worker, (args,), args.ngpus_per_node)\n", fixed=None),
+        Invalid("import torch\nimport torch.multiprocessing as mp\nmp.start_processes(run, nprocs=torch.accelerator.device_count(), start_method='fork')\n", fixed=None),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if last_name(node.func) not in SPAWNERS:
+            return
+        given = keyword(node, "nprocs")
+        arguments = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        count = given.value if given is not None else arguments[2].value if len(arguments) > 2 else None
+        if count is None or not self._counts(count) or self.ctx.guarded or not self._runs_without_gpu():
+            return
+        if runs_only_if(self.ctx.stack, self._sign, ()):
+            return
+        self.report(node, self.message.format(source_of(count), source_of(node.func)), display_only(self, self.fix_title))
+
+
+RULES = (CudaVersionNone, DeviceCountDivisor, DeviceCountSpawn)
