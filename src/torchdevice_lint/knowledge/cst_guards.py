@@ -376,13 +376,18 @@ def spawned_per_gpu(module: cst.Module, qualname: QualName) -> FrozenSet[str]:
     for call in nodes_of(module, cst.Call):
         if last_name(call.func) != "spawn":
             continue
-        positional = [arg.value for arg in call.args if arg.keyword is None]
-        nprocs = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "nprocs"), None)
-        if nprocs is None and len(positional) > 2:
-            nprocs = positional[2]  # spawn(fn, args, nprocs)
-        if positional and isinstance(positional[0], cst.Name) and _counts_devices(nprocs, qualname, counts):
-            spawned.add(positional[0].value)
+        worker = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if isinstance(worker, cst.Name) and _counts_devices(process_count(call), qualname, counts):
+            spawned.add(worker.value)
     return frozenset(spawned)
+
+
+def process_count(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The ``nprocs`` a ``spawn(fn, args, nprocs)`` (or ``start_processes``) call is given, by
+    keyword or third in place; None where it takes the default."""
+    given = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "nprocs"), None)
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    return given if given is not None or len(positional) < 3 else positional[2]
 
 
 def _gates(body, checks: Collection[str], qualname: QualName) -> bool:

@@ -33,6 +33,9 @@ CONFIG_SUFFIXES = (".yaml", ".yml")
 #: What a file that documents how the project runs is named, besides a ``README`` of any suffix:
 #: docs, shell and batch scripts.
 DOC_SUFFIXES = (".md", ".rst", ".sh", ".bash", ".slurm", ".sbatch")
+#: Texts besides modules, configs and docs that may name a definition (a notebook's cell, a JSON
+#: config's class name, a command in a text file: ``reached.TextWords``).
+TEXT_SUFFIXES = (".ipynb", ".json", ".cfg", ".ini", ".toml", ".txt")
 #: Commands that start workers under a distributed launcher, which passes each its ``--local_rank``.
 _LAUNCHERS = (b"torch.distributed.launch", b"torch.distributed.run", b"torchrun", b"deepspeed", b"horovodrun", b"mpirun")
 #: The same where a word alone is not enough (read only where the first word is there: a regular

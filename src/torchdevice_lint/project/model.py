@@ -19,9 +19,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..knowledge.project_facts import ProjectFacts
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
-from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, Launches, config_defaults, config_key
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, config_defaults, config_key
 from .context import cuda_context_spans
-from .reached import TEXT_SUFFIXES, MAX_TEXTS, TextWords, commented_calls, package_like, unreached_spans
+from .reached import MAX_TEXTS, TextWords, commented_calls, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode

@@ -187,9 +187,6 @@ def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Def
     return True
 
 
-#: Texts besides modules, configs and docs that may name a definition (a notebook's cell, a JSON
-#: config's class name, a command in a text file).
-TEXT_SUFFIXES = (".ipynb", ".json", ".cfg", ".ini", ".toml", ".txt")
 #: A project with more texts than this keeps all its definitions (they are not all read).
 MAX_TEXTS = 2000
 #: Texts larger than this are data: not read.

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..model.settings import ignore_file_spec
-from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES
-from .reached import TEXT_SUFFIXES
+from .configs import CONFIG_SUFFIXES, DOC_SUFFIXES, TEXT_SUFFIXES
 
 #: Files that make a directory a project root.
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")

@@ -16,13 +16,13 @@ from typing import Dict, FrozenSet, List, Optional
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import Facts
 from ..first_stage.triggers import Resolved, Triggers, Unguarded
-from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE
+from ..knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, process_count
 from ..knowledge.value_checks import combined, runs_only_if
 from ..model.fixes import Applicability
 from ..syntax import ast_nodes
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import dotted_name, last_name, source_of
-from .support.common import display_only, keyword
+from .support.common import display_only
 from .support.device_counts import DEVICE_COUNTS, DeviceCounting, scope_names
 
 
@@ -454,9 +454,7 @@ class DeviceCountSpawn(DeviceCounting, Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if last_name(node.func) not in SPAWNERS:
             return
-        given = keyword(node, "nprocs")
-        arguments = [arg for arg in node.args if arg.keyword is None and not arg.star]
-        count = given.value if given is not None else arguments[2].value if len(arguments) > 2 else None
+        count = process_count(node)
         if count is None or not self._counts(count) or self.ctx.guarded or not self._runs_without_gpu():
             return
         if runs_only_if(self.ctx.stack, self._sign, ()):
