@@ -143,6 +143,25 @@ def test_a_method_of_a_model_named_like_the_worker_does_not_call_it(tmp_path):
     assert codes(tmp_path, {"train.py": worker, "other.py": "import train\ntrain.train(0, None)\n"}, "train.py") == ["TDV307", "TDV101"]
 
 
+def test_a_method_call_on_a_value_does_not_reach_the_worker_of_its_name(tmp_path):
+    """p0p4k/vits2_pytorch@1f4f379 train.py:48-58 spawns ``run`` per GPU; infer_onnx.py:45's
+    ``model.run(...)`` of an ONNX session, a Flask ``app.run()`` and ``self.model.run()`` call
+    methods of values, never the worker. A module's ``train.run()`` does call it."""
+    worker = (
+        "import torch\nimport torch.multiprocessing as mp\n\n\ndef main():\n    n_gpus = torch.cuda.device_count()\n"
+        "    mp.spawn(run, nprocs=n_gpus)\n\n\ndef run(rank):\n    torch.randn(2).cuda(rank)\n"
+    )
+    values = (
+        "import onnxruntime\nfrom flask import Flask\n\napp = Flask(__name__)\n"
+        "session = onnxruntime.InferenceSession('m.onnx')\nsession.run(None, {})\napp.run()\n\n\n"
+        "class Encoder:\n    def encode(self, x):\n        return self.model.run(None, x)\n\n\n"
+        "def decode(task, mel):\n    return Task(task).run(mel)\n"
+    )
+    assert codes(tmp_path, {"train.py": worker, "serve.py": values}, "train.py") == ["TDV307"]
+    module_call = "def again():\n    import train\n    train.run(0)\n\n\nagain()\n"
+    assert codes(tmp_path, {"train.py": worker, "serve.py": values, "other.py": module_call}, "train.py") == ["TDV307", "TDV101"]
+
+
 def test_a_helper_called_after_a_device_test_in_an_and_is_judged_guarded(tmp_path):
     # NVlabs/stylegan3@c233a91 torch_utils/ops/upfirdn2d.py:160: ``_init()`` (which builds the
     # plugin and asks the GPU's name) runs only once the input is known to be on CUDA

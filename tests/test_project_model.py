@@ -41,10 +41,10 @@ def test_an_option_off_by_default_in_another_module_still_guards(tmp_path):
 
 def test_scripts_disagreeing_on_an_option_give_a_module_the_default_of_its_importers(tmp_path):
     gan = project(tmp_path, "True")
-    (tmp_path / "main.py").write_text(OPTIONS.format("True") + "from models.gan import GAN\n")
+    (tmp_path / "main.py").write_text(OPTIONS.format("True") + "from models.gan import GAN\nGAN(parser.parse_args())\n")
     (tmp_path / "demo.py").write_text(OPTIONS.format("False"))
     assert codes(gan, Projects()) == ["TDV101"]  # main.py, on by default, imports it
-    (tmp_path / "demo.py").write_text(OPTIONS.format("False") + "from models.gan import GAN\n")
+    (tmp_path / "demo.py").write_text(OPTIONS.format("False") + "from models.gan import GAN\nGAN(parser.parse_args())\n")
     assert codes(gan, Projects()) == []  # imported by both: the default is unknown, the flag a guard
 
 

@@ -52,6 +52,31 @@ def test_a_call_through_an_import_alias_reaches_it(tmp_path):
     assert codes(tmp_path, files) == ["TDV501", "TDV101"]
 
 
+def test_a_method_of_a_value_does_not_reach_a_function_of_its_name(tmp_path):
+    # p0p4k/vits2_pytorch@1f4f379 infer_onnx.py:45: an ONNX session's ``model.run(...)``
+    for call in ("model = Net()\nmodel.load_checkpoint('a.pt')\n", "self.net.load_checkpoint('a.pt')\n",
+                 "Net().load_checkpoint('a.pt')\n"):
+        assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN + call}) == [], call
+    for call in ("import utils\nutils.load_checkpoint('a.pt')\n", "def main():\n    import utils as u\n    u.load_checkpoint('a.pt')\n\n\nmain()\n"):
+        assert codes(tmp_path, {"utils.py": LOADER, "train.py": TRAIN + call}) == ["TDV501", "TDV101"], call
+
+
+def test_a_reexport_counts_only_where_something_takes_it(tmp_path):
+    # ankanbhunia/Handwriting-Transformers@fbc66bf models/model.py:15 imports prepare_z_y and
+    # to_device from util/util.py, and neither it nor anything importing it calls them
+    models = "from utils import load_checkpoint\n\n\nclass Net:\n    pass\n"
+    files = {"utils.py": LOADER, "models.py": models, "train.py": TRAIN + "from models import Net\nNet()\n"}
+    assert codes(tmp_path, files) == []
+    for taken in ("from models import load_checkpoint\nload_checkpoint('a.pt')\n", "import models\nmodels.load_checkpoint('a.pt')\n",
+                  "from models import *\nload_checkpoint('a.pt')\n", "from models import load_checkpoint as load\nhooks = [load]\n"):
+        files["train.py"] = TRAIN + taken
+        assert codes(tmp_path, files) == ["TDV501", "TDV101"], taken
+    # through a module that star-imports the re-exporting one
+    files["api.py"] = "from models import *\n"
+    files["train.py"] = TRAIN + "from api import load_checkpoint\nload_checkpoint('a.pt')\n"
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
 def test_a_module_cpython_cannot_parse_may_call_anything_it_names(tmp_path):
     files = {"utils.py": LOADER, "train.py": TRAIN, "old.py": "from utils import *\nprint load_checkpoint('a.pt')\n"}
     assert codes(tmp_path, files) == ["TDV501", "TDV101"]

@@ -47,8 +47,8 @@ def distributed(test: cst.BaseExpression) -> int:
         )
     if isinstance(test, cst.Call):
         return POSITIVE if last_name(test.func) in DISTRIBUTED_CALLS else NEUTRAL
-    if isinstance(test, (cst.Name, cst.Attribute)):
-        return POSITIVE if (last_name(test) or "").lower() in DISTRIBUTED_FLAGS else NEUTRAL
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
+        return POSITIVE if (_flag_name(test) or "").lower() in DISTRIBUTED_FLAGS else NEUTRAL
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _compare_process_count(test.left, test.comparisons[0].operator, test.comparisons[0].comparator)
     return NEUTRAL
@@ -69,9 +69,18 @@ def other_branches_exit(statement: cst.If) -> bool:
     return terminates(branch.body)
 
 
+def _flag_name(node: cst.BaseExpression) -> Optional[str]:
+    """The name a flag is read by: ``distributed``, ``args.distributed``, or ``args['distributed']``
+    after ``args = vars(parser.parse_args())`` (MhLiao/DB@65ca77a train.py:52-57)."""
+    if isinstance(node, cst.Subscript):
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        return string_value(index.value) if isinstance(index, cst.Index) else None
+    return last_name(node)
+
+
 def _process_count(node: cst.BaseExpression) -> bool:
     target = node.func if isinstance(node, cst.Call) else node
-    return (last_name(target) or "").lower() in PROCESS_COUNTS
+    return (_flag_name(target) or "").lower() in PROCESS_COUNTS
 
 
 def _compare_process_count(left: cst.BaseExpression, operator: cst.BaseCompOp, right: cst.BaseExpression) -> int:

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, NamedTuple, Optional, Set, Tuple
 
-from ..syntax.ast_nodes import child_blocks, nodes_below
+from ..syntax.ast_nodes import child_blocks, last_name, nodes_below
 
 #: A call's arguments as ``default_calls`` hands them to the rules: ``[positional count or -1
 #: where ``*args`` makes it unknown, the keywords (sorted), whether ``**kwargs`` is unpacked]``.
@@ -54,6 +54,11 @@ class CallFacts(NamedTuple):
     #: Whether it runs only where CUDA is (under ``if torch.cuda.is_available():``, ``if cuda:``
     #: after ``cuda = device.type != "cpu"``).
     guarded: bool
+    #: Whether the callee is an attribute of a value, not of a module (``session.run()`` after
+    #: ``session = InferenceSession(...)``, ``self.model.run()``, ``Task(...).run()``): it reaches
+    #: a method, never a top-level function (``run``, the GPU worker of p0p4k/vits2_pytorch@1f4f379
+    #: train.py:58, is not what infer_onnx.py:45's ``model.run(...)`` calls).
+    on_value: bool
 
     def signature(self) -> Signature:
         return [self.positional, list(self.keywords), self.unpacked]
@@ -79,9 +84,12 @@ class ModuleCalls:
     #: Lines of ``--backend`` options (``parser.add_argument("--dist-backend", default="nccl")``).
     backend_options: List[int] = field(default_factory=list)
     #: Every name it uses other than by calling it (``[f, g]``, ``self.on_end``, ``getattr(m,
-    #: "train")``, a short string's words, an ``__init__``'s re-exports), sorted: a definition
-    #: named here may run unseen (``project/reached.py``).
+    #: "train")``, a short string's words), sorted: a definition named here may run unseen
+    #: (``project/reached.py``).
     mentions: List[str] = field(default_factory=list)
+    #: The names it imports (``from m import f``) and never uses itself, sorted: re-exports (an
+    #: ``__init__``'s), which its importers may call unseen.
+    reexports: List[str] = field(default_factory=list)
 
 
 def origins(tree: ast.Module) -> Dict[str, str]:
@@ -160,11 +168,12 @@ def _passed(argument: ast.expr, availability: FrozenSet[str]) -> Optional[str]:
 
 def read_call(
     call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller: str, guarded: bool, receivers: Dict[str, tuple],
-    availability: FrozenSet[str] = frozenset(),
+    availability: FrozenSet[str] = frozenset(), modules: Optional[FrozenSet[str]] = None,
 ) -> None:
     """The one reading of a call: its record under its callee, and the names it passes as values
     (``availability``: the module-level names bound only to ``torch.cuda.is_available()``, for a
-    call at module level)."""
+    call at module level; ``modules``: the names an import anywhere in the module binds, None
+    where the module imports by computed names, so that any name may hold a module)."""
     function = call.func
     name = _callee(function, known)
     if name is not None:
@@ -185,7 +194,7 @@ def read_call(
         base = function.value if type(function) is ast.Attribute else None
         record = CallFacts(
             -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call, availability if not caller else frozenset()),
-            _receivers(base, receivers), caller, guarded,
+            _receivers(base, receivers), caller, guarded, _of_value(base, receivers, modules),
         )
         seen = facts.sites.get(name)
         if seen is None:
@@ -206,6 +215,21 @@ def _receivers(base: Optional[ast.expr], receivers: Dict[str, tuple]) -> tuple:
     if type(base) is not ast.Name:
         return ()
     return receivers.get(base.id, (base.id,) if base.id[:1].isupper() else ())
+
+
+def _of_value(base: Optional[ast.expr], receivers: Dict[str, tuple], modules: Optional[FrozenSet[str]]) -> bool:
+    """Whether a method call's receiver is an instance: its dotted root is ``self`` or ``cls``, a
+    name bound only to constructions of classes (no import binds it), a construction itself
+    (``Task(...).run()``) or what a method returns (``ffmpeg.input(f).output("-").run()``). A
+    subscript, a function's result or any other name may hold a module (``model_dict[name]
+    .Model(args)``: MAZiqing/FEDformer@c0f6b97 exp/exp_main.py:29)."""
+    if base is None or modules is None:
+        return False
+    while type(base) is ast.Attribute:
+        base = base.value
+    if type(base) is ast.Name:
+        return base.id in ("self", "cls") or (base.id in receivers and base.id not in modules)
+    return type(base) is ast.Call and (type(base.func) is ast.Attribute or (last_name(base.func) or "")[:1].isupper())
 
 
 def read_node(node: ast.AST, facts: ModuleCalls, known: Dict[str, str]) -> None:
@@ -306,21 +330,21 @@ def package_names(stems: Dict[str, str]) -> Set[str]:
 
 
 def shaped(value) -> Optional[ModuleCalls]:
-    """The facts a stored entry's tuple holds, or None where it is no tuple of seven. The entry's
+    """The facts a stored entry's tuple holds, or None where it is no tuple of eight. The entry's
     checksum held, so this build wrote it (``stored.facts_from_entry``): its parts have the shapes
     this module gives them."""
-    if not (isinstance(value, tuple) and len(value) == 7):
+    if not (isinstance(value, tuple) and len(value) == 8):
         return None
-    sites, defaults, escaped, definitions, workers, backend_options, mentions = value
+    sites, *rest = value
     records = {name: [CallFacts(*record) for record in found] for name, found in sites.items()}
-    return ModuleCalls(records, defaults, escaped, definitions, workers, backend_options, mentions)
+    return ModuleCalls(records, *rest)
 
 
-def reexports(imported: Set[str], mentions: Set[str], calls: ModuleCalls) -> Set[str]:
+def reexports(imported: Set[str], mentions: Set[str], calls: ModuleCalls) -> List[str]:
     """The names the module imports (``from m import f``) and never uses itself: re-exports (a
     package's ``__init__``), which its importers may call unseen."""
     called = {key.partition("@")[0] for key in calls.sites}
-    return imported - mentions - called
+    return sorted(imported - mentions - called)
 
 
 def availability_names(tree: ast.Module) -> FrozenSet[str]:

@@ -270,7 +270,7 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
     name from an unknown origin, from a module of its module's name, or its own module's). A
     worker started once per GPU is one too, its start (which passes it as a value) a guarded
     call; its other calls (``main_worker(args.gpu, ...)`` without ``spawn``) count as any call.
-    A definition whose only calls are methods of instances or its own is a candidate with none."""
+    A definition whose only calls are methods of values or its own is a candidate with none."""
     by_name: Dict[str, List[Tuple[str, list]]] = {}
     for path, calls in modules.items():
         for key, records in calls.sites.items():
@@ -294,7 +294,8 @@ def _candidates(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str]) ->
                     ((caller_path, record.caller), record.guarded) for record in records
                     # a method of an instance of a project class (``generator.train()``) reaches no
                     # top-level definition, and a call from the definition itself does not reach it
-                    if not (record.receivers and set(record.receivers) <= classes) and not (caller_path == path and record.caller == name)
+                    if not (record.on_value or record.receivers and set(record.receivers) <= classes)
+                    and not (caller_path == path and record.caller == name)
                 )
             if sites or worker:
                 candidates[(path, name)] = sites

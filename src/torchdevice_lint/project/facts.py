@@ -106,7 +106,7 @@ _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 #: Every node type the walk reads.
-_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Name, ast.ImportFrom, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
 #: The words of a string constant up to this long are names it may stand for (``getattr(m, "train")``).
 _NAMING_STRING = 64
 _WORDS = re.compile(r"[A-Za-z_]\w*")
@@ -140,6 +140,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     Call, Constant, Attribute, Assign, Name = ast.Call, ast.Constant, ast.Attribute, ast.Assign, ast.Name
     mentions: Set[str] = set()
     imported: Set[str] = set()
+    modules: Set[str] = set()  # names an import binds anywhere: a module (or what it exports)
     callees: Set[int] = set()  # the ``func`` of each call: a parent comes before its children
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
@@ -153,6 +154,10 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             if kind is ast.ImportFrom:  # ``from .runner import run_net as pretrain``: called by another name
                 for alias in node.names:
                     (mentions if alias.asname else imported).add(alias.name)
+                    modules.add(alias.asname or alias.name)
+                continue
+            if kind is ast.Import:
+                modules.update(alias.asname or alias.name.partition(".")[0] for alias in node.names)
                 continue
             if kind is Call:
                 callees.add(id(node.func))
@@ -204,10 +209,12 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     facts.off_rebound = [name for name in facts.off_rebound if name not in plainly_rebound and name not in facts.availability_rebound]
     coverage, receivers = context.coverage(), context.receivers()
     availability = availability_names(tree)
+    by_value = None if {"import_module", "__import__"} & mentions else frozenset(modules)
     for node, caller in found:
-        read_call(node, calls, known, caller, coverage.covers(node), receivers, availability)
+        read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value)
     calls.definitions = definitions(tree)
-    calls.mentions = sorted(mentions | reexports(imported, mentions, calls))
+    calls.mentions = sorted(mentions)
+    calls.reexports = reexports(imported, mentions, calls)
     calls.workers = context.workers(tree)
     facts.kernels = kernels.facts()
     if not any(name.partition("@")[0] == "load" for name in calls.sites):

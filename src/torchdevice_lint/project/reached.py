@@ -44,7 +44,7 @@ def unreached_spans(
         for part in origin.replace(":", ".").split(".")[-2:]
     }
     stems = {path: os.path.splitext(os.path.basename(path))[0] for path in modules}
-    mentioned: Set[str] = set()
+    mentioned = _taken_reexports(facts, stems)
     for calls in modules.values():
         mentioned.update(calls.mentions)  # a name used as a value (``calls.escaped``) among them
     defined = {name.rpartition(".")[2] for calls in modules.values() for name in calls.definitions}
@@ -72,6 +72,37 @@ def unreached_spans(
             prefix = name + "."
             spans.setdefault(path, []).extend((body, last) for method, (_, last, _, body, _) in definitions.items() if method.startswith(prefix))
     return {path: tuple(sorted(set(found))) for path, found in spans.items()}
+
+
+def _taken_reexports(facts: Mapping[str, ModuleFacts], stems: Mapping[str, str]) -> Set[str]:
+    """The re-exports some module takes from the module that re-exports them (``from pkg import
+    f``, ``pkg.f()``, a call of ``f`` from an unknown origin, as a star import's names are called),
+    or from a module that star-imports it: those may run unseen. One nobody takes names nothing
+    (ankanbhunia/Handwriting-Transformers@fbc66bf models/model.py:15 imports ``prepare_z_y``
+    and never calls it, nor does anything import it from there)."""
+    taken: Set[Tuple[str, str]] = set()  # (the module's last name, '' where unknown; the name)
+    star_importers: Dict[str, Set[str]] = {}  # a star-imported module's last name -> its importers'
+    for path, module in facts.items():
+        for imported in module.imports.values():
+            source, colon, name = imported.partition(":")
+            if colon:
+                taken.add((source.rpartition(".")[2], name))
+        for key in (*module.calls.sites, *module.calls.escaped):
+            name, _, origin = key.partition("@")
+            taken.add((origin, name))
+        for source in module.star_imports:
+            star_importers.setdefault(source.rpartition(".")[2], set()).update(_names_of(path, stems))
+    found: Set[str] = set()
+    for path, module in facts.items():
+        names = {"", *_names_of(path, stems)}
+        names.update(*(star_importers.get(name, ()) for name in list(names)))
+        found.update(name for name in module.calls.reexports if any((source, name) in taken for source in names))
+    return found
+
+
+def _names_of(path: str, stems: Mapping[str, str]) -> Set[str]:
+    """The names an import may give the module at ``path``: its own, and its package's for an ``__init__``."""
+    return {stems[path], os.path.basename(os.path.dirname(path))} if stems[path] == "__init__" else {stems[path]}
 
 
 #: The methods ``nn.Module`` calls on a subclass by name (``__call__``, ``repr``, ``state_dict``,
@@ -153,8 +184,9 @@ def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candi
                 or (origin != "." and origin in (stems[target[0]], os.path.basename(os.path.dirname(target[0]))))
             ]
             if targets:
-                for record in records:
-                    calls_of.setdefault((path, record.caller), set()).update(targets)
+                methods = [target for target in targets if "." in target[1]]
+                for record in records:  # a method of a value reaches no top-level definition
+                    calls_of.setdefault((path, record.caller), set()).update(methods if record.on_value else targets)
     # a definition -> the callers that run once it does: itself, and for a class its methods
     within: Dict[Definition, List[Tuple[str, str]]] = {}
     for caller in calls_of:

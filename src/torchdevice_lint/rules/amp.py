@@ -282,7 +282,7 @@ class CudaAmpApi(Rule):
         ),
         # --use_amp on by default: every run takes it
         Invalid(
-            USE_AMP.format("default=True"), files={"run.py": "from example import train\n" + AMP_OPTION.format("default=True")},
+            USE_AMP.format("default=True"), files={"run.py": "from example import train\n" + AMP_OPTION.format("default=True") + "train(parser.parse_args())\n"},
             fixed=USE_AMP.format("default=True").replace("torch.cuda.amp.GradScaler()", 'torch.amp.GradScaler("cuda")'),
         ),
     )

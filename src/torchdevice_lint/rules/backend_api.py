@@ -147,7 +147,7 @@ class UnguardedCudaApi(Rule):
         # a helper called only past such a return (lrjconan/GRAN@fc9c04a utils/data_parallel.py:17,77-91)
         Valid("import torch\n\ndef balance(ids):\n    return [torch.cuda.get_device_properties(i) for i in ids]\n\n"
               "class Parallel:\n    def __init__(self, ids):\n        if not torch.cuda.is_available():\n            return\n        balance(ids)\n",
-              files={"train.py": "from example import Parallel\n"}),
+              files={"train.py": "from example import Parallel\nParallel()\n"}),
         # once per GPU: never without one (ashawkey/stable-dreamfusion@5550b91 nerf/utils.py:1344-1345)
         Valid("import torch\nfor i in range(torch.cuda.device_count()):\n    print(torch.cuda.get_device_name(i))\n"),
         # built only where the config asks for CUDA (swz30/Restormer@df766d5 basicsr/train.py:195)
@@ -178,7 +178,7 @@ class UnguardedCudaApi(Rule):
             "import os\nimport torch\n\ndef main():\n    local_rank = int(os.environ['LOCAL_RANK'])\n"
             "    torch.cuda.set_device(local_rank)\n"
         ),
-        Valid("import torch\nif args.distributed:\n    torch.cuda.set_device(args.gpu)\n"),
+        *(Valid(f"import torch\nif {flag}:\n    torch.cuda.set_device(args.gpu)\n") for flag in ("args.distributed", "args['distributed']")),
         *GPU_ONLY_CLASS,  # where `use_cuda = use_cuda and torch.cuda.is_available()` holds, or after `use_cuda = False` without CUDA
     )
     invalid = (
@@ -240,9 +240,9 @@ class UnguardedCudaApi(Rule):
         ),
         # an option choosing a dataset is no request for CUDA; a default naming GPU 0 already picks CUDA
         Invalid(_SET_DEVICE.format("dataset"), fixed=_SET_DEVICE.format("dataset").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
-                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("visible_gpus", "dataset"), "main.py": "from example import train\n"}),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("visible_gpus", "dataset"), "main.py": "from example import train\ntrain(args)\n"}),
         Invalid(_SET_DEVICE.format("visible_gpus"), fixed=_SET_DEVICE.format("visible_gpus").replace("        torch", "        if torch.cuda.is_available():\n            torch"),
-                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("'-1'", "'0'"), "main.py": "from example import train\n"}),
+                files={"opts.py": VISIBLE_GPUS["opts.py"].replace("'-1'", "'0'"), "main.py": "from example import train\ntrain(args)\n"}),
         Invalid(
             "import torch\nused = torch.accelerator.memory_allocated()\n",
             fixed=None,

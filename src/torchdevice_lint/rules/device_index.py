@@ -368,7 +368,7 @@ class HardcodedDeviceIndex(Rule):
         # pix2pix-style options: --gpu_ids defaults to "0", so the default run moves to GPU 0
         Invalid(
             _INIT_NET.format("gpu_ids[0]"), fixed=_INIT_NET.format('gpu_ids[0] if torch.cuda.is_available() else "cpu"'),
-            files={"options/base_options.py": _GPU_IDS.format("0"), "train.py": "from example import init_net\n"},
+            files={"options/base_options.py": _GPU_IDS.format("0"), "train.py": "from example import init_net\nnet = init_net(build(), opt.gpu_ids)\n"},
         ),
         # DistributedDataParallel on the only path of the script (the helper also serves one GPU)
         Invalid(_SWAV.format("[args.gpu_to_work_on]"), fixed=_SWAV.format("[args.gpu_to_work_on] if torch.cuda.is_available() else None")),

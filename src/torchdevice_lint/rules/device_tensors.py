@@ -166,12 +166,12 @@ class Float64OnMps(Rule):
     )
     invalid = (
         Invalid(_ON_DEVICE_DOUBLE, fixed=None),
-        Invalid(_ON_DEVICE_DOUBLE, fixed=None, files={"train.py": "from example import f\ndevice = 'mps'\n"}),
+        Invalid(_ON_DEVICE_DOUBLE, fixed=None, files={"train.py": "from example import f\ndevice = 'mps'\nf(x, device)\n"}),
         # facebookresearch/detr@29901c5 util/misc.py:51: the fix of the CUDA literal makes the device MPS on a Mac
         Invalid(
             "import torch\n\ndef reduce(count, total):\n    return torch.tensor([count, total], dtype=torch.float64, device='cuda')\n",
             fixed=None,
-            files={"train.py": "import torch\nfrom example import reduce\n"},
+            files={"train.py": "import torch\nfrom example import reduce\nreduce(1, 2)\n"},
         ),
         Invalid(
             "import torch\n\ndef make(n, device):\n    return torch.zeros(n, dtype=torch.float64, device=device)\n",

@@ -86,13 +86,13 @@ class CudaOnlyExtension(Rule):
         Invalid(
             "import torch\nfrom torch.utils.cpp_extension import load\n\nfused = load(name='fused', sources=['fused.cpp', 'fused_kernel.cu'])\n\n\n"
             "def fused_act(x):\n    return fused.forward(x.cuda())\n",
-            files={"train.py": "from example import fused_act\n"},
+            files={"train.py": "from example import fused_act\nfused_act(x)\n"},
             offers_fix=False,
         ),
         Invalid(
             "import torch\nimport torch.utils.cpp_extension as extension\n\nops = extension.load_inline('ops', cpp_sources=CPP, cuda_sources=CUDA)\n\n\n"
             "def scale(x):\n    return ops.scale(x.to('cuda'))\n",
-            files={"train.py": "from example import scale\n"},
+            files={"train.py": "from example import scale\nscale(x)\n"},
             offers_fix=False,
         ),
         # torch.utils.ffi, refusing to build without CUDA; its Function refuses CPU tensors (no

@@ -8,11 +8,10 @@ from typing import Dict, List, Optional, Set, Tuple
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import Facts
 from ..first_stage.triggers import Placed, Resolved, Triggers, Unguarded
-from ..knowledge.value_checks import assigned_values
 from ..model.fixes import Applicability
 from ..syntax.ast_nodes import dotted_name, last_name, nodes_below
 from ..syntax.cst_lazy import cst
-from ..syntax.cst_nodes import source_of
+from ..syntax.cst_nodes import last_name as method_or_name, parameter_names, source_of
 from .support.common import (
     CUDA_TENSOR_NAMES, LEGACY_TENSOR_DTYPES, display_only, keyword_arg, legacy_cuda_tensor, may_meet_mps,
     may_name_cuda_tensor_type, method_name, no_fix_for_target, positional, target_has,
@@ -289,11 +288,13 @@ class CudaTensorTypeCast(Rule):
     hazard_without_cuda = True
     message = "`{}` pins the tensor to CUDA: the cast raises without CUDA"
     message_check = "`{}` is true only for CUDA tensors: on MPS or XPU the code takes the branch meant for the CPU"
+    message_passed = "`{}` holds a CUDA tensor type, and `{}` is given it: what it casts or builds with it raises without CUDA"
     fix_title = "Cast with `.to(device=..., dtype=...)`"
     fix_safety = Applicability.UNSAFE
     what = (
         "Checks for `.type(torch.cuda.FloatTensor)`, `.type(\"torch.cuda.FloatTensor\")` and "
-        "`isinstance(x, torch.cuda.FloatTensor)`."
+        "`isinstance(x, torch.cuda.FloatTensor)`, and a name bound to a CUDA tensor type that a call is given "
+        "(`dtype = torch.cuda.FloatTensor`, then `normalize(batch, dtype)`)."
     )
     why = (
         "`.type(torch.cuda.XTensor)` converts to a CUDA tensor and raises on a CPU-only machine; "
@@ -318,6 +319,9 @@ class CudaTensorTypeCast(Rule):
         Valid(_HALF_CHECK + "\nnet = build().cuda()\n", files={"run.py": "import torch\n"}),
         # a name bound to a CUDA type in one branch only
         Valid("import torch\n\ndef run(imgs, cuda):\n    tensor_type = torch.FloatTensor\n    if cuda:\n        tensor_type = torch.cuda.FloatTensor\n    return imgs.type(tensor_type)\n"),
+        Valid("import torch\ndtype = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor\nbatch = normalize(seq, dtype)\n"),
+        Valid("import torch\ndtype = torch.cuda.FloatTensor\nok = isinstance(x, dtype)\n"),
+        Valid("import torch\ndtype = torch.cuda.FloatTensor\n\n\ndef load(seq, dtype=None):\n    return normalize(seq, dtype)\n"),
     )
     invalid = (
         Invalid(
@@ -342,7 +346,7 @@ class CudaTensorTypeCast(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
-        Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "from example import attend\ndevice = 'mps'\n"}),
+        Invalid(_HALF_CHECK, fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"run.py": "import torch\nfrom example import attend\ndevice = 'mps'\nattend(torch.zeros(2, device=device))\n"}),
         # the type chosen first, then cast to (Megvii-BaseDetection/YOLOX@6ddff48 yolox/evaluators/coco_evaluator.py:135,162)
         Invalid(
             "import torch\n\ndef run(imgs, half):\n    tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor\n"
@@ -350,6 +354,14 @@ class CudaTensorTypeCast(Rule):
             fixed=None,
             applicability=Applicability.DISPLAY_ONLY,
         ),
+        # edenton/svg@3f19f0b generate_svg_lp.py:39, then utils.py:72 ``x.type(dtype)`` for every batch
+        Invalid(
+            "import torch\nimport utils\n\ndtype = torch.cuda.FloatTensor\n\n\ndef batches(loader):\n"
+            "    for sequence in loader:\n        yield utils.normalize_data(sequence, dtype)\n",
+            fixed=None,
+            applicability=Applicability.DISPLAY_ONLY,
+        ),
+        Invalid("import torch\ndtype = torch.cuda.FloatTensor\ny = x.type(dtype)\n", fixed=None, applicability=Applicability.DISPLAY_ONLY),
         Invalid(
             "import torch\ndevice = 'cpu'\ny = x.type(torch.cuda.HalfTensor, non_blocking=True)\n",
             fixed="import torch\ndevice = 'cpu'\ny = x.to(device=device, dtype=torch.float16, non_blocking=True)\n",
@@ -381,14 +393,49 @@ class CudaTensorTypeCast(Rule):
             self._meets_mps = may_meet_mps(self.ctx, through_fixes=False)
         return self._meets_mps
 
-    def _names_cuda_types(self, value: cst.BaseExpression) -> bool:
-        """``tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`` in the
-        function, and nothing else bound to the name (Megvii-BaseDetection/YOLOX@6ddff48
-        yolox/evaluators/coco_evaluator.py:135,162)."""
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``dtype = torch.cuda.FloatTensor`` that a call other than a check is given, in the
+        scope of the binding (a module-level one: where no function binds the name itself)."""
+        if self.ctx.guarded or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        name = node.targets[0].target.value
         function = self.ctx.enclosing_function()
-        if not isinstance(value, cst.Name) or function is None:
+        scope = function if function is not None else self.ctx.module
+        if not self._names_cuda_types(cst.Name(name), scope):
+            return
+        given = next(iter(self._calls_given(name, scope)), None)
+        if given is not None:
+            suggestion = "Bind a dtype in place of the tensor type and cast with `.to(device, dtype)`"
+            self.report(node, self.message_passed.format(name, source_of(given.func)), display_only(self, suggestion))
+
+    def _calls_given(self, name: str, scope: cst.CSTNode) -> List[cst.Call]:
+        """The calls in ``scope`` that are given the name as an argument, but for checks
+        (``isinstance``, ``issubclass``) and casts (``.type``, reported themselves); not in a
+        nested function that binds the name itself."""
+        from ..syntax.cst_walk import nodes_of  # read-only: LibCST's own walk would rebuild the tree
+
+        shadowed = {
+            id(call) for inner in nodes_of(scope, cst.FunctionDef)
+            if inner is not scope and (name in parameter_names(inner) or name in self.ctx.assigned_values(inner))
+            for call in nodes_of(inner, cst.Call)
+        }
+        return [
+            call for call in nodes_of(scope, cst.Call)
+            if id(call) not in shadowed and method_or_name(call.func) not in ("isinstance", "issubclass", "type")
+            and any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args)
+        ]
+
+    def _names_cuda_types(self, value: cst.BaseExpression, scope: Optional[cst.CSTNode] = None) -> bool:
+        """``tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`` in the
+        function (or, where the function binds no such name, at module level), and nothing else
+        bound to the name (Megvii-BaseDetection/YOLOX@6ddff48 yolox/evaluators/coco_evaluator.py:135,162)."""
+        if not isinstance(value, cst.Name):
             return False
-        bound = assigned_values(function).get(value.value)
+        if scope is None:
+            function = self.ctx.enclosing_function()
+            local = function is not None and (value.value in parameter_names(function) or value.value in self.ctx.assigned_values(function))
+            scope = function if local else self.ctx.module
+        bound = self.ctx.assigned_values(scope).get(value.value)
         return bool(bound) and all(
             binding is not None and all(
                 legacy_cuda_tensor(self.ctx, arm) is not None

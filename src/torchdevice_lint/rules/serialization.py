@@ -248,7 +248,7 @@ class LoadWithoutMapLocation(Rule):
         # the saver's file, loaded by a function that built none: an earlier (GPU) run wrote it
         Invalid(
             "import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth'))\n",
-            files={"utils/tools.py": EARLY_STOPPING, "main.py": "from example import test\n"},
+            files={"utils/tools.py": EARLY_STOPPING, "main.py": "from example import test\ntest(model, args.path)\n"},
             fixed="import torch\n\ndef test(model, path):\n    model.load_state_dict(torch.load(path + '/checkpoint.pth', map_location=\"cpu\"))\n",
         ),
         # tested before training too: the first test reads what an earlier run saved

@@ -305,7 +305,7 @@ _GPU_ONLY_CLASS = (
     "        return GPUForget().compile() if use_cuda else f\n"
 )
 GPU_ONLY_CLASS = (
-    Valid(_GPU_ONLY_CLASS.format("        use_cuda = use_cuda and torch.cuda.is_available()\n"), files={"train.py": "from example import Forget\n"}),
+    Valid(_GPU_ONLY_CLASS.format("        use_cuda = use_cuda and torch.cuda.is_available()\n"), files={"train.py": "from example import Forget\nForget()(f)\n"}),
     # the flag turned off first where CUDA is missing (yuqinie98/PatchTST@204c21e PatchTST_self_supervised/src/basics.py:52-56)
     Valid(
         "import torch\n\n\ndef default_device(use_cuda=True):\n    if not torch.cuda.is_available():\n        use_cuda = False\n"
@@ -314,7 +314,7 @@ GPU_ONLY_CLASS = (
 )
 #: The same where the flag is the parameter alone (on by default): reported.
 GPU_CLASS_ON_BY_DEFAULT = Invalid(
-    _GPU_ONLY_CLASS.format(""), fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"train.py": "from example import Forget\n"},
+    _GPU_ONLY_CLASS.format(""), fixed=None, applicability=Applicability.DISPLAY_ONLY, files={"train.py": "from example import Forget\nForget()(f)\n"},
 )
 #: Try-loading step N of a family of checkpoints, then saving each step: a resume, no cache
 #: (xcmyz/FastSpeech@1e1a61b train.py:47-49,174); ``{}``: what the load passes.
@@ -406,7 +406,7 @@ STATELESS_LAYER_CALL = Valid(
     "import torch\n\n\nclass Shift(torch.nn.Module):\n    def __init__(self, k):\n        super().__init__()\n"
     "        self.k = k\n\n    def forward(self, x):\n        return torch.roll(x, self.k)\n\n\n"
     "layer = Shift(2)\nout = layer(torch.randn(4).cuda())\n",
-    files={"train.py": "from example import Shift\n"},
+    files={"train.py": "from example import Shift\nShift()(x)\n"},
 )
 
 

@@ -91,7 +91,7 @@ KERNEL_MODEL = (
 #: The self-test of a module the project imports exercises the kernel: TDV310's (Yochengliu/Relation-Shape-CNN@6464eb8).
 KERNEL_SELF_TEST = Valid(
     KERNEL_MODEL.format(".cuda()"),
-    files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION, "train.py": "from example import Net\n"},
+    files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION, "train.py": "from example import Net\nNet()(x)\n"},
 )
 #: The same where the kernel is built in a folder of its own and the only importer is a Python 2
 #: module CPython cannot parse (hszhao/PointWeb@f31fe05 lib/pointops/setup.py,
@@ -115,7 +115,7 @@ JIT_KERNEL_NETWORK = (
     "import torch\nfrom ops.deform_attn import deform_attn\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
     "        return deform_attn(x.cuda())\n"
 )
-JIT_KERNEL_USER = Valid(JIT_KERNEL_NETWORK, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "train.py": "from example import Net\n"})
+JIT_KERNEL_USER = Valid(JIT_KERNEL_NETWORK, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "train.py": "from example import Net\nNet()(x)\n"})
 
 
 def kernel_callers(device: str) -> Tuple[Invalid, ...]:
