@@ -67,6 +67,27 @@ def _never_read(function: cst.FunctionDef, name: str) -> bool:
     return not any(node.value in (name, "locals", "vars") for node in nodes_of(function.body, cst.Name))
 
 
+def bound_unread(stack: Sequence[cst.CSTNode], targets: Sequence[cst.BaseExpression]) -> bool:
+    """Whether the visited assignment binds local names that its function never reads: ``device
+    = "cuda"`` left over in a function that moves with ``.cuda()`` (tjddus9597/Proxy-Anchor-CVPR2020
+    @51db570 code/utils.py:34) selects nothing. Module-level names may be imported: not these."""
+    function = next((node for node in reversed(stack) if isinstance(node, cst.FunctionDef)), None)
+    if function is None or not targets or not all(isinstance(target, cst.Name) for target in targets):
+        return False
+    from ..syntax.cst_walk import nodes_of  # LibCST: imported once a file is parsed
+
+    names = {target.value for target in targets}
+    bound = {
+        id(target.target if isinstance(target, cst.AssignTarget) else target)
+        for statement in nodes_of(function.body, cst.Assign, cst.AnnAssign)
+        for target in (statement.targets if isinstance(statement, cst.Assign) else (statement.target,))
+    }
+    return not any(
+        node.value in ("locals", "vars") or (node.value in names and id(node) not in bound)
+        for node in nodes_of(function.body, cst.Name)
+    ) and not nodes_of(function.body, cst.Global, cst.Nonlocal)
+
+
 def field_default_unused(stack: Sequence[cst.CSTNode], project: ProjectFacts) -> bool:
     """Whether the visited node lies in the default of an attrs or dataclass field that every
     construction of its class passes (by keyword, or by position where the fields are all

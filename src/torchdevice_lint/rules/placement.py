@@ -7,7 +7,7 @@ from typing import Optional
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.triggers import Placed, Unguarded
 from ..knowledge.flags import turned_off_first
-from ..knowledge.unused_defaults import field_default_unused, in_unused_default
+from ..knowledge.unused_defaults import bound_unread, field_default_unused, in_unused_default
 from ..model.fixes import Applicability
 from ..syntax.cst_lazy import cst
 from .support.common import (
@@ -17,7 +17,7 @@ from .support.common import (
 from .support.examples import (
     ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
-    NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, configured_flags,
+    NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
 from .backend_api import ASKED_FOR_GPUS
@@ -327,7 +327,7 @@ class HardcodedCudaDevice(Rule):
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),
         Valid("import torch\n\nclass Informer:\n    def __init__(self, d_model=512, device=torch.device('cuda:0')):\n        self.d_model = d_model\n"),
-        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0], PACKAGE_CALLED, DEFAULT_REPLACED, NAMESAKE_CALLED,  # a flag every build passes, bound to availability; a package's call; a default replaced without CUDA; a namesake's call
+        *CLAMPED_GPU_COUNTS, HEIR_BUILT[0], PACKAGE_CALLED, DEFAULT_REPLACED, NAMESAKE_CALLED, UNREAD_DEVICE,  # a flag every build passes, bound to availability; a package's call; a default replaced without CUDA; a namesake's call; a device never read
     )
     invalid = (
         Invalid(
@@ -456,7 +456,7 @@ class HardcodedCudaDevice(Rule):
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is holder:
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
-            if any(names_a_device(t) for t in targets) or template is not None:  # `loc = "cuda:{}".format(rank)`
+            if (any(names_a_device(t) for t in targets) or template is not None) and not bound_unread(ctx.stack, targets):  # `loc = "cuda:{}".format(rank)`
                 self._report(literal, literal, inline=True)
         elif isinstance(parent, cst.DictElement) and parent.value is holder and keyword_is(ctx.parent(depth + 2), "map_location"):
             self._report(literal, literal, inline=True)  # `map_location={"cuda:0": "cuda:%d" % rank}`

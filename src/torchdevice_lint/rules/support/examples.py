@@ -487,4 +487,6 @@ NAMESAKE_CALLED = Valid(
         "out = compute(x, device='cuda' if torch.cuda.is_available() else 'cpu')\n"
     )},
 )
-
+#: A device bound and never read (tjddus9597/Proxy-Anchor-CVPR2020@51db570 code/utils.py:34): the
+#: function moves with ``.cuda()``, which TDV101 reports; the binding itself selects nothing.
+UNREAD_DEVICE = Valid("import torch\n\n\ndef predict(model, loader):\n    device = 'cuda'\n    return [model(x.cuda()) for x in loader]\n")
