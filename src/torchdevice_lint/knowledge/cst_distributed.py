@@ -18,15 +18,16 @@ from .flags import mentions_availability
 # portability hazard is the process group's backend, which TDV303 reports. Measured on 26 real
 # projects: 31 of 54 false alarms of TDV101/102/301/501 were such code.
 
-#: Flags that say the run is distributed (``args.distributed``, ``ddp``...).
-DISTRIBUTED_FLAGS = frozenset(
-    {"distributed", "is_distributed", "ddp", "use_ddp", "is_ddp", "multiprocessing_distributed", "use_distributed"}
-)
+#: The words of a flag that says the run is distributed (``args.distributed``, ``use_ddp``,
+#: ``self.distributed_mode``: kkoutini/PaSST@2a5c818 ex_audioset.py:130,274), and the words that
+#: make such a name something else (``no_ddp``, ``dist_backend``, a URL or a port).
+DISTRIBUTED_WORDS = frozenset({"distributed", "ddp"})
+_NOT_A_DISTRIBUTED_FLAG = frozenset({"no", "not", "non", "disable", "disabled", "single", "backend", "url", "port", "init", "method", "sampler"})
 #: Calls that are true only inside an initialised process group.
 DISTRIBUTED_CALLS = frozenset({"is_initialized", "is_dist_avail_and_initialized", "is_distributed", "is_dist_initialized"})
 #: Process counts: more than one means a multi-process (or multi-GPU) run.
 PROCESS_COUNTS = frozenset(
-    {"world_size", "get_world_size", "num_gpus", "n_gpu", "n_gpus", "ngpu", "ngpus", "num_processes", "nprocs", "num_replicas"}
+    {"world_size", "get_world_size", "num_gpus", "n_gpu", "n_gpus", "ngpu", "ngpus", "num_processes", "nprocs", "num_replicas", "num_nodes", "nnodes"}
 )
 #: The call that creates the process group. Helpers that may create it (dino's
 #: ``init_distributed_mode`` also serves single-GPU runs) are not trusted by name.
@@ -48,7 +49,8 @@ def distributed(test: cst.BaseExpression) -> int:
     if isinstance(test, cst.Call):
         return POSITIVE if last_name(test.func) in DISTRIBUTED_CALLS else NEUTRAL
     if isinstance(test, (cst.Name, cst.Attribute, cst.Subscript)):
-        return POSITIVE if (_flag_name(test) or "").lower() in DISTRIBUTED_FLAGS else NEUTRAL
+        words = set((_flag_name(test) or "").lower().split("_"))
+        return POSITIVE if words & DISTRIBUTED_WORDS and not words & _NOT_A_DISTRIBUTED_FLAG else NEUTRAL
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         return _compare_process_count(test.left, test.comparisons[0].operator, test.comparisons[0].comparator)
     return NEUTRAL

@@ -61,6 +61,43 @@ def moves_to_cpu(value: ast.expr) -> bool:
     return any(isinstance(node, ast.Call) and last_name(node.func) == "cpu" for node in nodes_below(value))
 
 
+#: Calls that make a CPU tensor from data whatever their arguments (``torch.from_numpy(a)``,
+#: ``torch.LongTensor(labels)``), and methods that keep a tensor's device while changing its type.
+_CPU_MAKERS = frozenset({"from_numpy", "FloatTensor", "LongTensor", "IntTensor", "ByteTensor", "DoubleTensor", "BoolTensor"})
+_TYPE_CASTS = frozenset({"long", "float", "int", "double", "byte", "bool", "half", "contiguous", "clone"})
+
+
+def built_on_cpu(save: ast.Call, scope: ast.AST) -> bool:
+    """Whether every tensor a save writes was made on the CPU from data: ``torch.from_numpy``,
+    ``torch.LongTensor(list)`` (not ``torch.cuda.LongTensor``), cast or not, alone or in a tuple
+    or list, directly or through names every binding of which in ``scope`` is such
+    (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:34-49)."""
+    bound: Dict[str, List[ast.expr]] = {}
+    for node in nodes_below(scope):
+        if type(node) is ast.Assign:
+            for target in node.targets:
+                if type(target) is ast.Name:
+                    bound.setdefault(target.id, []).append(node.value)
+                elif type(target) in (ast.Tuple, ast.List):  # ``x, y = torch.load(...)``: not made here
+                    bound.update((name.id, [target]) for name in target.elts if type(name) is ast.Name)
+
+    def made(value: ast.expr, depth: int) -> bool:
+        if type(value) in (ast.Tuple, ast.List):
+            return bool(value.elts) and all(made(item, depth) for item in value.elts)
+        if type(value) is ast.Name:
+            values = bound.get(value.id, ())
+            return depth > 0 and bool(values) and all(made(item, depth - 1) for item in values)
+        if type(value) is not ast.Call:
+            return False
+        function = value.func
+        if type(function) is ast.Attribute and function.attr in _TYPE_CASTS and not value.args and not value.keywords:
+            return made(function.value, depth)
+        module, _, made_by = (dotted_name(function) or "").rpartition(".")  # ``torch.LongTensor``, not a bare name
+        return made_by in _CPU_MAKERS and bool(module) and "cuda" not in module.split(".") and not value.keywords
+
+    return bool(save.args) and made(save.args[0], 3)
+
+
 def state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
     """``net.cpu()`` then ``torch.save(net.state_dict(), path)``, or of a name bound to the state
     dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge import cst_guards as guards
-from ..knowledge.file_names import bound_file_names, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
+from ..knowledge.file_names import bound_file_names, built_on_cpu, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
 from ..syntax.ast_nodes import last_name, literal_string, nodes_below, parameter_names
@@ -314,7 +314,7 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
     if name == "save" and len(call.args) > 1:
         weights = parameters_moved_to_cpu(call, scope)
         facts.saves_weights_on_cpu = facts.saves_weights_on_cpu or weights
-        if not (weights or moves_to_cpu(call.args[0]) or state_after_cpu(call, scope)):
+        if not (weights or moves_to_cpu(call.args[0]) or state_after_cpu(call, scope) or built_on_cpu(call, scope)):
             return None
         if type(call.args[1]) is ast.Name:
             return call.args[1].id

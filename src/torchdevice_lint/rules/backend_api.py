@@ -178,7 +178,7 @@ class UnguardedCudaApi(Rule):
             "import os\nimport torch\n\ndef main():\n    local_rank = int(os.environ['LOCAL_RANK'])\n"
             "    torch.cuda.set_device(local_rank)\n"
         ),
-        *(Valid(f"import torch\nif {flag}:\n    torch.cuda.set_device(args.gpu)\n") for flag in ("args.distributed", "args['distributed']")),
+        *(Valid(f"import torch\nif {flag}:\n    torch.cuda.set_device(args.gpu)\n") for flag in ("args.distributed", "args['distributed']", "self.distributed_mode")),
         *GPU_ONLY_CLASS,  # where `use_cuda = use_cuda and torch.cuda.is_available()` holds, or after `use_cuda = False` without CUDA
     )
     invalid = (

@@ -13,7 +13,7 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import appended, display_only, keyword, keyword_arg, positional
 from .support.examples import (
-    CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, RESUMED,
+    CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
     STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
 )
@@ -77,6 +77,8 @@ class LoadWithoutMapLocation(Rule):
         Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
+        # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
+        *(Valid("import torch\nx, y = torch.load('mnist_train.pt')\n", files={"raw.py": NUMPY_SAVED.format(y)}) for y in ("torch.from_numpy(f['y']).long()", "torch.LongTensor(f['y'])")),
         # another module of the project writes the file from `.cpu()` values
         Valid(
             'import torch\nfeatures = torch.load(os.path.join(args.out, "train_feat.pth"))\n',
@@ -221,6 +223,10 @@ class LoadWithoutMapLocation(Rule):
         Invalid(STATE_LOADER, files=STATE_SAVED_FROM_CUDA, fixed=STATE_LOADER.replace("')", "', map_location=\"cpu\")")),
         Invalid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_AS_THEY_ARE, fixed=MODEL_ZOO_LOADER.replace("')", "', map_location=\"cpu\")")),
         scheduler_states(KEEP_SAVED)[1], ray_trainables()[1],
+        Invalid(  # the labels moved to CUDA before the save
+            "import torch\nx, y = torch.load('mnist_train.pt')\n", files={"raw.py": NUMPY_SAVED.format("torch.from_numpy(f['y']).long().cuda()")},
+            fixed=f"import torch\nx, y = torch.load('mnist_train.pt', map_location={KEEP_SAVED})\n",
+        ),
         resumed_family(KEEP_SAVED),  # a family of checkpoints loaded, then saved: a resume, not a cache
         global_path_saves('"cpu"')[1],  # the path is a parameter: not the module's
         *UNREACHED_LOADS[1],  # the same helper, checked by the setting, in a package, or named by the README

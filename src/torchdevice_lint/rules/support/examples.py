@@ -289,6 +289,8 @@ DECODER_SAVED_ON_CPU = {
         "        state_dict[key] = state_dict[key].to(torch.device('cpu'))\n    torch.save(state_dict, 'decoder_iter_{:d}.pth.tar'.format(i + 1))\n"
     )
 }
+#: Tensors made on the CPU from numpy data and saved (``{}``: how the labels are made).
+NUMPY_SAVED = "import numpy as np\nimport torch\nf = np.load('mnist.npz')\nx = torch.from_numpy(f['x'])\ny = {}\ntorch.save((x, y), 'mnist_train.pt')\n"
 #: A folder of splits built where it is missing (galsang/BiDAF-pytorch@8e16379 model/data.py:46-64).
 FOLDER_CACHE = (
     "import os\nimport torch\n\ndef splits(dataset_path):\n    train_path = dataset_path + 'train_examples.pt'\n"
