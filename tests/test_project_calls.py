@@ -40,3 +40,16 @@ def test_each_caller_reads_the_option_its_own_script_parses(tmp_path):
     }
     assert codes(tmp_path, files) == ["TDV101"]
     assert codes(tmp_path, files, "demo.py") == []
+
+
+def test_a_call_through_a_module_of_a_namespace_package_reaches_the_class(tmp_path):
+    """mk-minchul/AdaFace@c60eaa7 face_alignment/align.py:4,10: ``from face_alignment import
+    mtcnn`` (a folder with no ``__init__``), then ``mtcnn.MTCNN(device='cuda:0')``: the only
+    construction passes the device, so the class's ``'cuda:0'`` default never takes effect."""
+    (tmp_path / "face_alignment").mkdir()
+    mtcnn = "import torch\n\n\nclass MTCNN:\n    def __init__(self, device='cuda:0'):\n        self.device = torch.device(device)\n"
+    align = "from face_alignment import mtcnn\nmodel = mtcnn.MTCNN(device='cpu')\n"
+    files = {"face_alignment/mtcnn.py": mtcnn, "face_alignment/align.py": align}
+    assert [f.code for f in project_findings(tmp_path, files, "face_alignment/mtcnn.py")] == []
+    files["face_alignment/align.py"] = "from face_alignment import mtcnn\nmodel = mtcnn.MTCNN()\n"
+    assert [f.code for f in project_findings(tmp_path, files, "face_alignment/mtcnn.py")] == ["TDV102"]

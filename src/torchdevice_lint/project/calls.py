@@ -322,11 +322,14 @@ def default_calls(modules: Dict[str, ModuleCalls]) -> Tuple[Dict[str, Tuple[Sign
 
 
 def package_names(stems: Dict[str, str]) -> Set[str]:
-    """The names of the project's packages (the folders of its ``__init__`` modules; ``stems``:
-    path -> module name). A package may re-export a definition of any of its modules, so a call
-    through it (``utils.load_model(...)`` after ``import trajectory.utils as utils``) may reach
-    any definition of that name."""
-    return {os.path.basename(os.path.dirname(path)) for path, stem in stems.items() if stem == "__init__"}
+    """The names of the project's packages, the folders of its modules (``stems``: path ->
+    module name), with an ``__init__`` or without (a namespace package: ``from face_alignment
+    import mtcnn`` then ``mtcnn.MTCNN(device='cuda:0')``, mk-minchul/AdaFace@c60eaa7
+    face_alignment/align.py:4,10). A package may re-export a definition of any of its modules,
+    and a call through one of its modules is keyed by the package, so a call through it
+    (``utils.load_model(...)`` after ``import trajectory.utils as utils``) may reach any
+    definition of that name."""
+    return {os.path.basename(os.path.dirname(path)) for path in stems}
 
 
 def shaped(value) -> Optional[ModuleCalls]:
