@@ -12,16 +12,27 @@ from typing import Dict, List, Optional
 from ..syntax.ast_nodes import dotted_name, last_name, nodes_below
 
 
-def bound_file_names(variable: str, root: ast.AST) -> List[str]:
-    """The file names the values bound to ``variable`` in ``root`` write
-    (``fname = os.path.join(kd_dir, "best_pred_run{}.pt".format(run))`` -> ``best_pred_run{}.pt``),
-    through the names they are built from (``os.path.join(d, save_filename)``)."""
-    bound: Dict[str, List[ast.expr]] = {}
+def _assigned(root: ast.AST) -> Dict[str, List[Optional[ast.expr]]]:
+    """Name -> the value of each assignment to it in ``root``; None where a name is unpacked
+    from another value (``x, y = torch.load(path)``), whose part it gets is not read here."""
+    bound: Dict[str, List[Optional[ast.expr]]] = {}
     for node in nodes_below(root):
         if type(node) is ast.Assign:
             for target in node.targets:
                 if type(target) is ast.Name:
                     bound.setdefault(target.id, []).append(node.value)
+                elif type(target) in (ast.Tuple, ast.List):
+                    for name in target.elts:
+                        if type(name) is ast.Name:
+                            bound.setdefault(name.id, []).append(None)
+    return bound
+
+
+def bound_file_names(variable: str, root: ast.AST) -> List[str]:
+    """The file names the values bound to ``variable`` in ``root`` write
+    (``fname = os.path.join(kd_dir, "best_pred_run{}.pt".format(run))`` -> ``best_pred_run{}.pt``),
+    through the names they are built from (``os.path.join(d, save_filename)``)."""
+    bound = {name: [value for value in values if value is not None] for name, values in _assigned(root).items()}
     values = bound.get(variable, [])
     inner = {node.id for value in values for node in nodes_below(value) if type(node) is ast.Name}
     return [name for value in values + [v for n in sorted(inner) for v in bound.get(n, [])] for name in file_names(value)]
@@ -72,16 +83,9 @@ def built_on_cpu(save: ast.Call, scope: ast.AST) -> bool:
     ``torch.LongTensor(list)`` (not ``torch.cuda.LongTensor``), cast or not, alone or in a tuple
     or list, directly or through names every binding of which in ``scope`` is such
     (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:34-49)."""
-    bound: Dict[str, List[ast.expr]] = {}
-    for node in nodes_below(scope):
-        if type(node) is ast.Assign:
-            for target in node.targets:
-                if type(target) is ast.Name:
-                    bound.setdefault(target.id, []).append(node.value)
-                elif type(target) in (ast.Tuple, ast.List):  # ``x, y = torch.load(...)``: not made here
-                    bound.update((name.id, [target]) for name in target.elts if type(name) is ast.Name)
+    bound = _assigned(scope)
 
-    def made(value: ast.expr, depth: int) -> bool:
+    def made(value: Optional[ast.expr], depth: int) -> bool:
         if type(value) in (ast.Tuple, ast.List):
             return bool(value.elts) and all(made(item, depth) for item in value.elts)
         if type(value) is ast.Name:
@@ -103,12 +107,7 @@ def state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
     dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module
     before the save is ``.cpu()``."""
     saved = save.args[0]
-    values = [saved]
-    if type(saved) is ast.Name:
-        values = [
-            node.value for node in nodes_below(scope)
-            if type(node) is ast.Assign and any(type(target) is ast.Name and target.id == saved.id for target in node.targets)
-        ]
+    values = [value for value in _assigned(scope).get(saved.id, ()) if value is not None] if type(saved) is ast.Name else [saved]
     owners = set()
     for value in values:
         states = [node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"]

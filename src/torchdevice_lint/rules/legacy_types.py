@@ -401,7 +401,7 @@ class CudaTensorTypeCast(Rule):
         name = node.targets[0].target.value
         function = self.ctx.enclosing_function()
         scope = function if function is not None else self.ctx.module
-        if not self._names_cuda_types(cst.Name(name), scope):
+        if not self._bound_to_cuda_types(name, scope):
             return
         given = next(iter(self._calls_given(name, scope)), None)
         if given is not None:
@@ -416,7 +416,7 @@ class CudaTensorTypeCast(Rule):
 
         shadowed = {
             id(call) for inner in nodes_of(scope, cst.FunctionDef)
-            if inner is not scope and (name in parameter_names(inner) or name in self.ctx.assigned_values(inner))
+            if inner is not scope and self._binds(inner, name)
             for call in nodes_of(inner, cst.Call)
         }
         return [
@@ -425,17 +425,24 @@ class CudaTensorTypeCast(Rule):
             and any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in call.args)
         ]
 
-    def _names_cuda_types(self, value: cst.BaseExpression, scope: Optional[cst.CSTNode] = None) -> bool:
-        """``tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`` in the
-        function (or, where the function binds no such name, at module level), and nothing else
-        bound to the name (Megvii-BaseDetection/YOLOX@6ddff48 yolox/evaluators/coco_evaluator.py:135,162)."""
+    def _binds(self, function: cst.FunctionDef, name: str) -> bool:
+        """Whether the function has ``name`` as a parameter or assigns it."""
+        return name in parameter_names(function) or name in self.ctx.assigned_values(function)
+
+    def _names_cuda_types(self, value: cst.BaseExpression) -> bool:
+        """A name the cast reads from its function, or, where the function binds no such name,
+        from the module, that holds a CUDA tensor type (``_bound_to_cuda_types``)."""
         if not isinstance(value, cst.Name):
             return False
-        if scope is None:
-            function = self.ctx.enclosing_function()
-            local = function is not None and (value.value in parameter_names(function) or value.value in self.ctx.assigned_values(function))
-            scope = function if local else self.ctx.module
-        bound = self.ctx.assigned_values(scope).get(value.value)
+        function = self.ctx.enclosing_function()
+        local = function is not None and self._binds(function, value.value)
+        return self._bound_to_cuda_types(value.value, function if local else self.ctx.module)
+
+    def _bound_to_cuda_types(self, name: str, scope: cst.CSTNode) -> bool:
+        """``tensor_type = torch.cuda.HalfTensor if half else torch.cuda.FloatTensor`` in
+        ``scope``, and nothing else bound to the name (Megvii-BaseDetection/YOLOX@6ddff48
+        yolox/evaluators/coco_evaluator.py:135,162)."""
+        bound = self.ctx.assigned_values(scope).get(name)
         return bool(bound) and all(
             binding is not None and all(
                 legacy_cuda_tensor(self.ctx, arm) is not None
