@@ -104,16 +104,19 @@ def built_on_cpu(save: ast.Call, scope: ast.AST) -> bool:
 
 def state_after_cpu(save: ast.Call, scope: ast.AST) -> bool:
     """``net.cpu()`` then ``torch.save(net.state_dict(), path)``, or of a name bound to the state
-    dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169): the last move of each saved module
-    before the save is ``.cpu()``."""
+    dict (CoinCheung/BiSeNet@6b4b67a old/train.py:167-169), or of the module itself
+    (``model = model.cpu()`` then ``torch.save(model, path)``, tbepler/protein-sequence-embedding-
+    iclr2019@be32cff train_lm_pfam.py:250-254): the last move of each saved module before the
+    save is ``.cpu()``."""
     saved = save.args[0]
     values = [value for value in _assigned(scope).get(saved.id, ()) if value is not None] if type(saved) is ast.Name else [saved]
-    owners = set()
-    for value in values:
-        states = [node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"]
-        if not states:
-            return False
-        owners.update(_root_name(state.func.value) if type(state.func) is ast.Attribute else None for state in states)
+    states = [[node for node in nodes_below(value) if type(node) is ast.Call and last_name(node.func) == "state_dict"] for value in values]
+    if type(saved) is ast.Name and not any(states):
+        owners = {saved.id}
+    elif all(states):
+        owners = {_root_name(state.func.value) if type(state.func) is ast.Attribute else None for found in states for state in found}
+    else:
+        return False
     if not owners or None in owners:
         return False
     for owner in owners:

@@ -61,7 +61,8 @@ LAUNCHER_OPTIONS = frozenset({"local_rank", "launcher", "distributed", "dist", "
 
 
 def means_no_gpu(option: str, default: object) -> bool:
-    """Whether an option's default leaves the GPU unused: ``-1``, ``"-1"``, ``"cpu"``, ``None``,
+    """Whether an option's default leaves the GPU unused: ``-1`` or another negative index
+    (``-d -2``, "GPU if available", picks none itself), ``"-1"``, ``"cpu"``, ``None``,
     ``False``, an empty list, 0 for an option that counts GPUs (``num_gpus``), ``""`` for one
     that lists them (``gpu_ids``); ``"none"`` or ``"no"`` for a launcher option (no launcher)."""
     if default is None or isinstance(default, bool):
@@ -69,7 +70,7 @@ def means_no_gpu(option: str, default: object) -> bool:
     if isinstance(default, int):
         lowered = option.lower()
         counts = lowered.startswith(("n_", "num", "ngpu", "count")) or lowered.endswith(("gpus", "devices"))
-        return default == -1 or (default == 0 and counts)
+        return default < 0 or (default == 0 and counts)
     if isinstance(default, str) and option in LAUNCHER_OPTIONS:  # mmcv's ``--launcher none``, mammoth's ``--distributed no``
         return default.strip().lower() in ("-1", "", "none", "no")
     if isinstance(default, str):  # ``--device ""`` often asks for the best device there is

@@ -89,6 +89,10 @@ class ProjectFacts:
     #: Whether a module saves a network's weights moved to the CPU parameter by parameter
     #: (BasicSR's ``save_network``): the weights the project releases hold CPU tensors.
     weights_saved_on_cpu: bool = False
+    #: Whether the project saves and every save writes CPU tensors (tbepler/protein-sequence-
+    #: embedding-iclr2019@be32cff: ``model.cpu()`` before each ``torch.save(model, path)``): the
+    #: models it releases hold none either.
+    every_save_on_cpu: bool = False
 
 
     @cached_property
@@ -99,7 +103,7 @@ class ProjectFacts:
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, calls_digest(self.parameter_calls), self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
-            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu,
+            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu, self.every_save_on_cpu,
         ]
         if not any(parts):
             return ""

@@ -22,7 +22,7 @@ from ..knowledge import cst_guards as guards
 from ..knowledge.file_names import bound_file_names, built_on_cpu, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
-from ..syntax.ast_nodes import last_name, literal_string, nodes_below, parameter_names
+from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import ENUMERATING, ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
 from .kernels import KernelReader
@@ -90,6 +90,10 @@ class ModuleFacts:
     #: Whether it saves a network's weights moved to the CPU parameter by parameter (BasicSR's
     #: ``save_network``): the weights a project releases are what its training saved.
     saves_weights_on_cpu: bool = False
+    #: How many calls save an object to a path (``torch.save(obj, path)``, any ``.save(obj, path)``
+    #: but numpy's), and how many of them provably write CPU tensors (``cpu_saved_files``' tests).
+    saves: int = 0
+    cpu_saves: int = 0
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -312,10 +316,14 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
     read once the walk has seen its binding. ``scope``: the function (or module) of the call."""
     name = last_name(call.func)
     if name == "save" and len(call.args) > 1:
+        if (dotted_name(call.func) or "").partition(".")[0] in ("np", "numpy"):
+            return None
         weights = parameters_moved_to_cpu(call, scope)
         facts.saves_weights_on_cpu = facts.saves_weights_on_cpu or weights
+        facts.saves += 1
         if not (weights or moves_to_cpu(call.args[0]) or state_after_cpu(call, scope) or built_on_cpu(call, scope)):
             return None
+        facts.cpu_saves += 1
         if type(call.args[1]) is ast.Name:
             return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))
@@ -363,7 +371,8 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
 
 def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
     """argparse's dest (``dest=``, else the first long option, else the first short one) and
-    default (``store_true`` options default to False, ``store_false`` ones to True)."""
+    default (``store_true`` options default to False, ``store_false`` ones to True); a required
+    option's is unknown."""
     flags = [literal_string(argument) for argument in call.args]
     longs = [flag for flag in flags if flag and flag.startswith("--")]
     shorts = [flag for flag in flags if flag and flag.startswith("-")]
@@ -374,6 +383,10 @@ def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
         (longs or shorts)[0].lstrip("-").replace("-", "_") if longs or shorts else None
     )
     if dest is None or dest in facts.options or dest in facts.unknown_options:
+        return
+    required = _keyword(call, "required")
+    if required is not None and not (type(required) is ast.Constant and required.value is False):
+        facts.unknown_options.append(dest)  # the user gives it: it has no default
         return
     action_node = _keyword(call, "action")
     action = literal_string(action_node) if action_node is not None else None

@@ -332,6 +332,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
         rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(available - plain),
         saving_classes={name: frozenset(files) for name, files in saving.items()},
         weights_saved_on_cpu=any(facts.saves_weights_on_cpu for facts in modules.values()),
+        every_save_on_cpu=0 < sum(facts.saves for facts in modules.values()) == sum(facts.cpu_saves for facts in modules.values()),
     )
 
 

@@ -16,7 +16,7 @@ from ..knowledge.event_timing import (
 )
 from ..syntax.cst_nodes import dotted_name, source_of
 from .support.common import display_only, guard_statement_fix
-from .support.examples import GPU_CLASS_ON_BY_DEFAULT, GPU_ONLY_CLASS
+from .support.examples import GPU_CLASS_ON_BY_DEFAULT, GPU_ONLY_CLASS, VISIBLE_GPUS
 from .device_queries import parenthesized
 
 # Measured on the CPU build of torch 2.13.0: each of these raises when called (DESIGN.md).
@@ -86,17 +86,10 @@ RAISING_CALLS = Resolved(
 )
 
 
-# nlpyang/PreSumm@70b810e src/train.py:98,117-118: a device option picking GPUs by value, the CPU
-# ("-1") by default, in another module: code on its other branch runs only where the user names GPUs
-VISIBLE_GPUS = {"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-visible_gpus', default='-1', type=str)\n"}
 _SET_DEVICE = "import torch\n\ndef train(args):\n    if args.{} != '-1':\n        torch.cuda.set_device(0)\n"
 _WARM_UP = "import torch\n\ndef warm_up(num):\n    for i in range(num):\n        {}\n"
 _PREFETCHER = "import torch\n\nclass CUDAPrefetcher:\n    def __init__(self, loader):\n        self.stream = torch.cuda.Stream()\n"
-#: TDV101's and TDV102's examples of the same option (placement.py has no room left).
-ASKED_FOR_GPUS = (
-    Valid("def restore(args, state):\n    if args.visible_gpus != '-1':\n        state = state.cuda()\n    return state\n", files=VISIBLE_GPUS),
-    Valid('import torch\n\ndef build(args, model):\n    device = "cpu" if args.visible_gpus == "-1" else "cuda"\n    return model.to(device)\n', files=VISIBLE_GPUS),
-)
+
 
 class UnguardedCudaApi(Rule):
     code = "TDV301"
@@ -162,6 +155,9 @@ class UnguardedCudaApi(Rule):
         Valid("import torch\nn = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"),
         Valid("import torch\n\ndef run(self):\n    if self.cuda_device is not None:\n        torch.cuda.set_device(self.cuda_device)\n"),
         Valid(_SET_DEVICE.format("visible_gpus"), files=VISIBLE_GPUS),
+        # `-d -2`, "a GPU if there is one", names none itself (tbepler/protein-sequence-embedding-iclr2019@be32cff train_lm_pfam.py:34,97-98)
+        Valid("import torch\n\ndef train(args):\n    d = args.device\n    if d >= 0:\n        torch.cuda.set_device(d)\n",
+              files={"opts.py": "import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument('-d', '--device', type=int, default=-2)\n"}),
         # a name derived from the option: `device_id` is -1 unless the user names GPUs
         Valid(
             'import torch\n\ndef train(args):\n    device = "cpu" if args.visible_gpus == "-1" else "cuda"\n'

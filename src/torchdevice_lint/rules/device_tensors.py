@@ -212,5 +212,4 @@ def _short(call: cst.Call) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-
 RULES = (NumpyOnDeviceTensor, Float64OnMps)

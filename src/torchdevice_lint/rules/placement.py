@@ -15,12 +15,11 @@ from .support.common import (
     method_name, names_a_device, names_cuda_device, only_asks, report_device_literal, report_device_method,
 )
 from .support.examples import (
-    ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
+    ASKED_FOR_GPUS, ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
     NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
-from .backend_api import ASKED_FOR_GPUS
 
 
 _GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
@@ -496,5 +495,5 @@ class HardcodedCudaDevice(Rule):
     def _report(self, literal: cst.BaseExpression, replaced: cst.CSTNode, inline: bool) -> None:
         report_device_literal(self, literal, replaced, inline)
 
-RULES = (CudaMethodCall, HardcodedCudaDevice)
 
+RULES = (CudaMethodCall, HardcodedCudaDevice)

@@ -12,13 +12,14 @@ from ..project.facts import GIVEN_PATH
 from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import last_name, source_of
 from .support.common import appended, display_only, keyword, keyword_arg, positional
-from .support.examples import (
+from .support.load_examples import (
     CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, global_path_saves, ray_trainables, resumed_family, saved_checkpoint, scheduler_states,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, ray_trainables, resumed_family,
+    saved_checkpoint, scheduler_states, whole_models_saved,
 )
 from .support.load_sites import load_sites
-from .support.loaded_values import loaded_into_network, loaded_into_place, read_as_numpy, restores_scheduler
+from .support.loaded_values import loaded_as_module, loaded_into_network, loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
     LOADERS,
     SAVERS,
@@ -75,6 +76,7 @@ class LoadWithoutMapLocation(Rule):
     valid = (
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`
+        whole_models_saved(KEEP_SAVED)[0],  # every save of the project writes a model moved to the CPU
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
         # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
@@ -331,19 +333,8 @@ class LoadWithoutMapLocation(Rule):
             '    if "optimizer" in ckpt:\n        optimizer.load_state_dict(ckpt["optimizer"])\n'
             '    model.load_state_dict(ckpt.get("model"))\n',
         ),
-        # a resume at start-up reads what an earlier run saved, though train() saves it later
-        Invalid(
-            "import os\nimport torch\n\ndef train():\n    torch.save(model, os.path.join(args.work_dir, 'model.pt'))\n\n"
-            "if args.restart:\n    model = torch.load(os.path.join(args.work_dir, 'model.pt'))\ntrain()\n",
-            fixed="import os\nimport torch\n\ndef train():\n    torch.save(model, os.path.join(args.work_dir, 'model.pt'))\n\n"
-            f"if args.restart:\n    model = torch.load(os.path.join(args.work_dir, 'model.pt'), map_location={KEEP_SAVED})\ntrain()\n",
-        ),
-        # saved in the other branch: a test run reads what a training run saved
-        Invalid(
-            "import torch\nif args.train:\n    torch.save(model, 'model.pt')\nelse:\n    model = torch.load('model.pt')\n",
-            fixed="import torch\nif args.train:\n    torch.save(model, 'model.pt')\nelse:\n"
-            f"    model = torch.load('model.pt', map_location={KEEP_SAVED})\n",
-        ),
+        *earlier_runs_saved(KEEP_SAVED),  # a resume at start-up, or a test run, reads what an earlier run saved
+        whole_models_saved(KEEP_SAVED)[1],  # a whole model saved without a move to the CPU first
         # a shipped checkpoint saved from a GPU
         Invalid(
             "import os\nimport torch\n\nstate = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'))\n",
@@ -398,8 +389,11 @@ class LoadWithoutMapLocation(Rule):
             return
         if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)):
             return
-        if self.ctx.project.weights_saved_on_cpu and loaded_into_network(self.ctx, node):
+        project = self.ctx.project
+        if (project.weights_saved_on_cpu or project.every_save_on_cpu) and loaded_into_network(self.ctx, node):
             return  # the weights the project releases are what it saves: CPU tensors
+        if project.every_save_on_cpu and loaded_as_module(self.ctx, node):
+            return
         location, applicability, title = self._location(node)
         new_arg = keyword_arg("map_location", cst.parse_expression(location))
 

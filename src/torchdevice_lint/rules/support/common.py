@@ -315,8 +315,6 @@ def report_device_method(rule: Rule, node: cst.Call, message: str) -> None:
     rule.report(node, message, fix)
 
 
-
-
 def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
     """A module made here, or a name every assignment of which in its scope makes one (either
     arm of ``A() if moco else B()``), that holds no parameter or buffer: a torch class (``nn.ReLU()``) or one of the project's

@@ -84,6 +84,22 @@ def loaded_into_network(ctx: FileContext, load: cst.Call) -> bool:
     return not any(word in code for word in ("optim", "sched", "scaler"))
 
 
+def loaded_as_module(ctx: FileContext, load: cst.Call) -> bool:
+    """``model = torch.load(path)`` then ``model.eval()``: the file holds a whole pickled module
+    (tbepler/protein-sequence-embedding-iclr2019@be32cff eval_secstr.py:246-247)."""
+    stack = ctx.stack
+    assign = stack[-2] if len(stack) >= 2 else None
+    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
+        return False
+    target = assign.targets[0].target
+    if not isinstance(target, cst.Name):
+        return False
+    return any(
+        method_name(call) == "eval" and isinstance(call.func.value, cst.Name) and call.func.value.value == target.value
+        for call in nodes_of_type(ctx.enclosing_function() or ctx.module, cst.Call)
+    )
+
+
 def restores_scheduler(ctx: FileContext) -> bool:
     """``scheduler.load_state_dict(torch.load(p))``: a learning-rate scheduler's state holds
     numbers (``last_epoch``, ``base_lrs``), no tensor to restore on any device. Also through a
