@@ -22,6 +22,7 @@ from ..knowledge import cst_guards as guards
 from ..knowledge.file_names import bound_file_names, built_on_cpu, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
+from ..knowledge.script_options import SETTERS, after_failure, failing_statements, read_option, read_setter
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import ENUMERATING, ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
@@ -94,6 +95,14 @@ class ModuleFacts:
     #: but numpy's), and how many of them provably write CPU tensors (``cpu_saved_files``' tests).
     saves: int = 0
     cpu_saves: int = 0
+    #: The statements a script runs that read options its parser does not define
+    #: (``knowledge/script_options.py``): ``[first, last, end, options]``.
+    failing: List[list] = field(default_factory=list)
+    #: The attributes it assigns on anything but ``self`` and ``cls`` (``args.exp_code = ...``),
+    #: or names to ``setattr`` and ``set_defaults``: a namespace elsewhere may hold them.
+    stored_attributes: List[str] = field(default_factory=list)
+    #: Whether it sets attributes by a computed name (``setattr(args, k, v)``, ``__dict__``).
+    sets_by_name: bool = False
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -143,6 +152,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     named_saves: List[tuple] = []  # (path variable, the top-level piece it is bound in)
     Call, Constant, Attribute, Assign, Name = ast.Call, ast.Constant, ast.Attribute, ast.Assign, ast.Name
     mentions: Set[str] = set()
+    stored: Set[str] = set()  # attributes assigned on anything but ``self`` and ``cls``
     imported: Set[str] = set()
     modules: Set[str] = set()  # names an import binds anywhere: a module (or what it exports)
     callees: Set[int] = set()  # the ``func`` of each call: a parent comes before its children
@@ -167,6 +177,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 callees.add(id(node.func))
                 found.append((node, caller))
                 called = last_name(node.func)
+                if called in SETTERS:
+                    facts.sets_by_name = read_setter(node, called, stored) or facts.sets_by_name
                 if called in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
                     mentions.add(called)
                 elif type(node.func) is Name and node.func.id == "super" and node.args:
@@ -187,6 +199,10 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             elif kind is Attribute:
                 if id(node) not in callees:
                     mentions.add(node.attr)
+                if type(node.ctx) is ast.Store and not (type(node.value) is Name and node.value.id in ("self", "cls")):
+                    stored.add(node.attr)  # ``args.exp_code = ...``: a namespace may hold it
+                elif node.attr == "__dict__":
+                    facts.sets_by_name = True
                 if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
             elif kind is Assign:
@@ -214,8 +230,13 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     coverage, receivers = context.coverage(), context.receivers()
     availability = availability_names(tree)
     by_value = None if {"import_module", "__import__"} & mentions else frozenset(modules)
+    if any(last_name(node.func) == "ArgumentParser" for node, _ in found):
+        facts.failing = failing_statements(tree)
     for node, caller in found:
+        if not caller and facts.failing:
+            caller = after_failure(node.lineno, facts.failing)
         read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value)
+    facts.stored_attributes = sorted(stored)
     calls.definitions = definitions(tree)
     calls.mentions = sorted(mentions)
     calls.reexports = reexports(imported, mentions, calls)
@@ -328,7 +349,7 @@ def _read_call(call: ast.Call, facts: ModuleFacts, context: ContextReader, scope
             return call.args[1].id
         facts.cpu_saved_files.extend(file_names(call.args[1]))
     elif name == "add_argument":
-        _read_option(call, facts)
+        read_option(call, facts.options, facts.unknown_options, facts.calls.backend_options)
     elif name == "spawn":
         context.read_spawn(call)
     return None
@@ -363,41 +384,6 @@ def _read_class_save(class_name: str, path: ast.expr, method: ast.AST, facts: Mo
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
-    return next((keyword.value for keyword in call.keywords if keyword.arg == name), None)
-
-
-def _read_option(call: ast.Call, facts: ModuleFacts) -> None:
-    """argparse's dest (``dest=``, else the first long option, else the first short one) and
-    default (``store_true`` options default to False, ``store_false`` ones to True); a required
-    option's is unknown."""
-    flags = [literal_string(argument) for argument in call.args]
-    longs = [flag for flag in flags if flag and flag.startswith("--")]
-    shorts = [flag for flag in flags if flag and flag.startswith("-")]
-    if any("backend" in flag for flag in longs):
-        facts.calls.backend_options.extend(range(call.lineno, (call.end_lineno or call.lineno) + 1))
-    dest_node = _keyword(call, "dest")
-    dest = literal_string(dest_node) if dest_node is not None else (
-        (longs or shorts)[0].lstrip("-").replace("-", "_") if longs or shorts else None
-    )
-    if dest is None or dest in facts.options or dest in facts.unknown_options:
-        return
-    required = _keyword(call, "required")
-    if required is not None and not (type(required) is ast.Constant and required.value is False):
-        facts.unknown_options.append(dest)  # the user gives it: it has no default
-        return
-    action_node = _keyword(call, "action")
-    action = literal_string(action_node) if action_node is not None else None
-    default = _keyword(call, "default")
-    if default is None:
-        facts.options[dest] = (action == "store_false") if action in ("store_true", "store_false") else None
-        return
-    try:
-        facts.options[dest] = ast.literal_eval(default)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        facts.unknown_options.append(dest)
 
 
 def _holds_availability(value: ast.expr) -> bool:

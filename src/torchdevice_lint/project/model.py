@@ -21,7 +21,7 @@ from ..knowledge.project_facts import ProjectFacts
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
 from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, config_defaults, config_key
 from .context import cuda_context_spans
-from .reached import MAX_TEXTS, TextWords, commented_calls, package_like, unreached_spans
+from .reached import MAX_TEXTS, TextWords, after_failure_spans, commented_calls, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
@@ -222,11 +222,15 @@ class Project:
         return self._facts
 
     def _unreached(self) -> Dict[str, tuple]:
-        """``reached.unreached_spans``, where the project is no package and its texts are all read."""
+        """``reached.unreached_spans``, where the project is no package and its texts are all
+        read; and what follows a statement that fails on every machine, wherever the project is read."""
         if self._text_words is None:
             self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
             self._reach_known = self._reach_known and len(self._text_words.texts) <= MAX_TEXTS and not package_like(self.root)
-        return unreached_spans(self.modules, self._text_words, set().union(*self._commented.values())) if self._reach_known else {}
+        spans = unreached_spans(self.modules, self._text_words, set().union(*self._commented.values())) if self._reach_known else {}
+        for path, after in after_failure_spans(self.modules).items():
+            spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
+        return spans
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring

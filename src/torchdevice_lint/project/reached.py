@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
 
+from ..knowledge.script_options import AFTER_FAILURE
 from .calls import ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
 from .facts import ModuleFacts
 from .stored import WORD, regular_file_bytes
@@ -62,7 +63,7 @@ def unreached_spans(
         if name.rpartition(".")[2] not in in_texts and name.rpartition(".")[2] not in commented
         and (path in scripts or stems[path] + ".py" not in in_texts)
     }
-    reached = _reached(modules, stems, candidates)
+    reached = _reached(modules, stems, candidates, failing_scripts(facts))
     spans: Dict[str, List[Span]] = {}
     for path, name in candidates - reached:
         definitions = modules[path].definitions
@@ -111,6 +112,31 @@ MODULE_HOOKS = frozenset({
     "forward", "extra_repr", "_load_from_state_dict", "_save_to_state_dict", "_apply", "_replicate_for_data_parallel",
     "_get_name", "_named_members", "reset_parameters",
 })
+
+
+def after_failure_spans(facts: Mapping[str, ModuleFacts]) -> Dict[str, Tuple[Span, ...]]:
+    """By script: the lines that would run after its first statement that fails on every
+    machine (``failing_scripts``), to the end of the module or of its ``__main__`` block."""
+    spans = {}
+    for path, index in failing_scripts(facts).items():
+        _, last, end, _ = facts[path].failing[index]
+        spans[path] = ((last + 1, end),)
+    return spans
+
+
+def failing_scripts(facts: Mapping[str, ModuleFacts]) -> Dict[str, int]:
+    """By script: the index of its first statement that reads an option no module of the
+    project sets (``knowledge/script_options.py``), where no module sets attributes by a
+    computed name."""
+    if any(module.sets_by_name for module in facts.values()):
+        return {}
+    stored = set().union(*(module.stored_attributes for module in facts.values()))
+    found = {}
+    for path, module in facts.items():
+        index = next((index for index, (*_, options) in enumerate(module.failing) if not stored.issuperset(options)), None)
+        if index is not None:
+            found[path] = index
+    return found
 
 
 def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[Definition]:
@@ -164,10 +190,13 @@ def collected_by_runner(path: str) -> bool:
     return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
 
-def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candidates: Set[Definition]) -> Set[Definition]:
+def _reached(
+    modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candidates: Set[Definition], failing: Mapping[str, int],
+) -> Set[Definition]:
     """The candidates a call from running code may reach, to a fixed point: a call reaches
     every candidate of its name in a module its origin allows (``name@stem``, as the project's
-    calls are keyed), and running code is module-level code or a reached definition."""
+    calls are keyed), and running code is module-level code (but what follows a statement
+    that fails everywhere: ``failing``) or a reached definition."""
     packages = package_names(dict(stems))
     by_key: Dict[str, List[Definition]] = {}
     for path, name in candidates:
@@ -194,7 +223,7 @@ def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candi
         for part in {name, name.partition(".")[0]}:
             within.setdefault((path, part), []).append(caller)
     reached: Set[Definition] = set()
-    running = [caller for caller in calls_of if _runs(caller, candidates, reached)]
+    running = [caller for caller in calls_of if _runs(caller, candidates, reached, failing)]
     seen = set(running)
     while running:
         for target in calls_of.get(running.pop(), ()):
@@ -202,17 +231,19 @@ def _reached(modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candi
                 continue
             reached.add(target)
             for caller in within.get(target, ()):
-                if caller not in seen and _runs(caller, candidates, reached):
+                if caller not in seen and _runs(caller, candidates, reached, failing):
                     seen.add(caller)
                     running.append(caller)
     return reached
 
 
-def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Definition]) -> bool:
+def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Definition], failing: Mapping[str, int]) -> bool:
     """Whether code of ``caller`` (module level, a definition, ``Class.method``) runs."""
     path, name = caller
     if not name:
         return True
+    if name.startswith(AFTER_FAILURE):
+        return path not in failing or int(name[len(AFTER_FAILURE):]) < failing[path]
     for part in (name, name.partition(".")[0]):
         if (path, part) in candidates and (path, part) not in reached:
             return False

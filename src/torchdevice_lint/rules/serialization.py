@@ -15,7 +15,7 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.load_examples import (
     CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, ray_trainables, resumed_family,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, resumed_family,
     saved_checkpoint, scheduler_states, whole_models_saved,
 )
 from .support.load_sites import load_sites
@@ -33,6 +33,7 @@ from .support.saved_files import (
     path_keys,
     restored_by_ray_tune,
     retried_with_map_location,
+    returned_by_its_saver,
     saved_in_same_loop,
     shipped_on_cpu,
     single_binding,
@@ -77,6 +78,8 @@ class LoadWithoutMapLocation(Rule):
         Valid('import torch\nstate = torch.load("model.pt", map_location="cpu")\n'),
         Valid(STATE_LOADER, files=STATE_SAVED_AFTER_CPU),  # a state dict saved after `net.cpu()`
         whole_models_saved(KEEP_SAVED)[0],  # every save of the project writes a model moved to the CPU
+        loaded_after_a_failing_line(KEEP_SAVED)[0],  # after a line that fails on every machine
+        reloaded_from_returned_path()[0],  # the path a method saved to and returned, reloaded at once
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
         # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
@@ -335,6 +338,8 @@ class LoadWithoutMapLocation(Rule):
         ),
         *earlier_runs_saved(KEEP_SAVED),  # a resume at start-up, or a test run, reads what an earlier run saved
         whole_models_saved(KEEP_SAVED)[1],  # a whole model saved without a move to the CPU first
+        loaded_after_a_failing_line(KEEP_SAVED)[1],  # the line fails nowhere: another module sets the option
+        reloaded_from_returned_path()[1],  # the method returns another path than the one it saves to
         # a shipped checkpoint saved from a GPU
         Invalid(
             "import os\nimport torch\n\nstate = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'))\n",
@@ -387,7 +392,7 @@ class LoadWithoutMapLocation(Rule):
         keys = self._file_keys(node.args[0].value)
         if self._written_by_this_program(keys) or read_as_numpy(self.ctx, node) or retried_with_map_location(self.ctx) or restored_by_ray_tune(self.ctx):
             return
-        if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)):
+        if in_dataset_class(self.ctx) or restores_scheduler(self.ctx) or shipped_on_cpu(self.ctx, unopened(node.args[0].value)) or returned_by_its_saver(self.ctx, node.args[0].value):
             return
         project = self.ctx.project
         if (project.weights_saved_on_cpu or project.every_save_on_cpu) and loaded_into_network(self.ctx, node):

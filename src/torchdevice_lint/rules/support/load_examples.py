@@ -253,3 +253,38 @@ def whole_models_saved(keep_saved: str) -> Tuple[Valid, Invalid]:
         Invalid(_WHOLE_MODEL_LOADER.format(""), files=kept, fixed=_WHOLE_MODEL_LOADER.format(f", map_location={keep_saved}")),
     )
 
+
+#: mahmoodlab/MCAT@b9cca63 main.py:130-164: a script that reads an option nothing defines
+#: (``args.inst_loss``) fails on every machine before the load; not where another module sets it.
+_FAILING_SCRIPT = (
+    "import argparse\nimport torch\nfrom utils import setup\nparser = argparse.ArgumentParser()\n"
+    "parser.add_argument('--ckpt', default='model.pt')\nargs = parser.parse_args()\nargs = setup(args)\n"
+    "settings = {{'loss': args.inst_loss}}\nstate = torch.load(args.ckpt{})\n"
+)
+
+
+def loaded_after_a_failing_line(keep_saved: str) -> Tuple[Valid, Invalid]:
+    setup = "def setup(args):\n    args.{} = 'run'\n    return args\n"
+    return (
+        Valid(_FAILING_SCRIPT.format(""), files={"utils.py": setup.format("exp_code")}),
+        Invalid(_FAILING_SCRIPT.format(""), files={"utils.py": setup.format("inst_loss")}, fixed=_FAILING_SCRIPT.format(f", map_location={keep_saved}")),
+    )
+
+
+#: songyouwei/ABSA-PyTorch@9a7c6c1 train.py:89-130,165-177: a method saves the best model and
+#: returns its path; the caller reloads it at once (written by this run, on this machine).
+_RETURNED_PATH = (
+    "import torch\n\n\nclass Instructor:\n    def _train(self, model):\n        path = None\n"
+    "        for epoch in range(3):\n            path = 'state_dict/epoch_{{}}'.format(epoch)\n            torch.save(model.state_dict(), path)\n"
+    "        return {}\n\n    def run(self, model):\n        best_model_path = self._train(model)\n"
+    "        model.load_state_dict(torch.load(best_model_path{}))\n"
+)
+
+
+def reloaded_from_returned_path() -> Tuple[Valid, Invalid]:
+    """Silent on the path the saver returns; reported on one it was handed (an earlier run's)."""
+    return (
+        Valid(_RETURNED_PATH.format("path", "")),
+        Invalid(_RETURNED_PATH.format("self.resume", ""), fixed=_RETURNED_PATH.format("self.resume", ', map_location="cpu"')),
+    )
+

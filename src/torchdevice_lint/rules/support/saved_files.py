@@ -355,6 +355,31 @@ def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
     return values[0] if len(values) == 1 else None
 
 
+def returned_by_its_saver(ctx: FileContext, path: cst.BaseExpression) -> bool:
+    """``best = self._train(...)`` then ``torch.load(best)``, where ``_train`` returns only the
+    path it saves to (songyouwei/ABSA-PyTorch@9a7c6c1 train.py:94,129-130,176-177): what this
+    run wrote moments before, on this machine."""
+    if not isinstance(path, cst.Name) or ctx.enclosing_function() is None:
+        return False
+    value = single_binding(ctx, path.value)
+    if not isinstance(value, cst.Call):
+        return False
+    called = value.func
+    if isinstance(called, cst.Attribute) and isinstance(called.value, cst.Name) and called.value.value == "self":
+        called = called.attr
+    if not isinstance(called, cst.Name):
+        return False
+    savers = [function for function in nodes_of_type(ctx.module, cst.FunctionDef) if function.name.value == called.value]
+    if len(savers) != 1:
+        return False
+    saved = {
+        call.args[1].value.value for call in nodes_of_type(savers[0].body, cst.Call)
+        if len(call.args) > 1 and isinstance(call.args[1].value, cst.Name) and ctx.qualname(call.func) in SAVERS
+    }
+    returned = [statement.value for statement in nodes_of_type(savers[0].body, cst.Return)]
+    return bool(returned) and all(isinstance(value, cst.Name) and value.value in saved for value in returned)
+
+
 def _plain_assignments(ctx: FileContext, scope: cst.CSTNode) -> Dict[str, list]:
     """Name -> the value of each ``=`` binding it in ``scope``: one walk per scope and file,
     where a file with many loads in one function walked it once per load."""
