@@ -40,15 +40,27 @@ def bound_file_names(variable: str, root: ast.AST) -> List[str]:
 
 #: A string that names a file: ``"model.ckpt"``, ``'{}.pkl'`` (placeholders written ``{}``).
 _FILE_NAME = re.compile(r"^[\w.\-/{}]*\.\w+$")
+#: A glob pattern's wildcards (``?????``, ``*``, ``[0-9]``), and placeholders side by side.
+_GLOB_WILDCARD = re.compile(r"\?+|\*+|\[[^\]/]*\]")
+_REPEATED_PLACEHOLDER = re.compile(r"(?:\{\})+")
 #: A ``%`` placeholder: ``'%s_net_%s.pth' % (epoch, name)`` names the family ``{}_net_{}.pth``.
 _PERCENT_PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdifgr]")
 
 
 def file_name_key(text: str) -> Optional[str]:
     """The file name a string writes, with its placeholders as ``{}`` (``"out/{epoch:03d}.pt"``
-    -> ``{}.pt``, ``'%s_net_%s.pth'`` -> ``{}_net_{}.pth``); None when it names no file."""
+    -> ``{}.pt``, ``'%s_net_%s.pth'`` -> ``{}_net_{}.pth``), and the names a glob pattern
+    matches likewise (``"stagelvl1_?????.pth"`` -> ``stagelvl1_{}.pth``); None when it names no file."""
     value = _PERCENT_PLACEHOLDER.sub("{}", re.sub(r"\{[^{}]*\}", "{}", text))
+    value = _REPEATED_PLACEHOLDER.sub("{}", _GLOB_WILDCARD.sub("{}", value))
     return value.rsplit("/", 1)[-1] if _FILE_NAME.match(value) else None
+
+
+def concatenated(parts: List[Optional[str]]) -> str:
+    """The text of a path joined with ``+`` from literals (str) and other values (None, ``{}``):
+    ``model_dir + '/' + name + "stagelvl1_" + str(step) + '.pth'`` -> ``{}/{}stagelvl1_{}.pth``
+    (cwmok/LapIRN@c17fb75 Code/Train_LapIRN_diff.py:150,170)."""
+    return "".join("{}" if part is None else part for part in parts)
 
 
 def file_names(path: ast.expr) -> List[str]:
@@ -56,8 +68,10 @@ def file_names(path: ast.expr) -> List[str]:
     ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/support/saved_files.path_keys`` keys them."""
     names = []
     for node in nodes_below(path):
-        if isinstance(node, ast.JoinedStr):
-            name = file_name_key("".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # ``d + '/' + name + '.pth'``: one template
+            name = file_name_key(concatenated(_added(node)))
+        elif isinstance(node, ast.JoinedStr):
+            name = file_name_key(_template(node))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             name = file_name_key(node.value)
         else:
@@ -65,6 +79,20 @@ def file_names(path: ast.expr) -> List[str]:
         if name is not None:
             names.append(name)
     return names
+
+
+def _added(node: ast.expr) -> List[Optional[str]]:
+    """The operands of a chain of ``+``: each string literal's text, None for any other."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _added(node.left) + _added(node.right)
+    if isinstance(node, ast.JoinedStr):
+        return [_template(node)]
+    return [node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None]
+
+
+def _template(node: ast.JoinedStr) -> str:
+    """``f"{epoch}.pkl"`` -> ``{}.pkl``."""
+    return "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
 
 
 def moves_to_cpu(value: ast.expr) -> bool:

@@ -60,6 +60,22 @@ def about_devices(option: str) -> bool:
 LAUNCHER_OPTIONS = frozenset({"local_rank", "launcher", "distributed", "dist", "ddp", "use_ddp", "multiprocessing_distributed"})
 
 
+def _leaves(test: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The operands of a test's ``not``, ``and``, ``or`` and comparisons."""
+    if isinstance(test, cst.UnaryOperation):
+        return _leaves(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _leaves(test.left) + _leaves(test.right)
+    if isinstance(test, cst.Comparison):
+        return [test.left, *(comparison.comparator for comparison in test.comparisons)]
+    return [test]
+
+
+def _switched(test: cst.BaseExpression) -> bool:
+    """Whether a test reads a name the code sets (not only literals: ``while True`` is a loop)."""
+    return any(isinstance(leaf, cst.Name) and leaf.value not in ("True", "False", "None") for leaf in _leaves(test))
+
+
 def means_no_gpu(option: str, default: object) -> bool:
     """Whether an option's default leaves the GPU unused: ``-1`` or another negative index
     (``-d -2``, "GPU if available", picks none itself), ``"-1"``, ``"cpu"``, ``None``,
@@ -89,12 +105,14 @@ class OptionValues:
 
     def sign(self, test: cst.BaseExpression, scope: Optional[cst.FunctionDef]) -> int:
         """NEGATIVE where ``test`` is true with the defaults and a device option off by default
-        decides it (the branch it skips needs the user's GPUs), POSITIVE where it is false,
+        decides it (the branch it skips needs the user's GPUs), or a switch the code sets once
+        (``load_model = False`` then ``if load_model is True:``, cwmok/LapIRN@c17fb75
+        Code/Train_LapIRN_diff.py:101-102: the branch never runs), POSITIVE where it is false,
         NEUTRAL otherwise. ``scope``: the enclosing function (None: module level)."""
-        if not self.project.options or not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation)):
+        if not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation)):
             return NEUTRAL
         known = self._value(test, scope if scope is not None else self.module, _DEPTH)
-        if known is None or not known[1]:
+        if known is None or not (known[1] or _switched(test)):
             return NEUTRAL
         return NEGATIVE if known[0] else POSITIVE
 

@@ -15,7 +15,7 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.load_examples import (
     CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, resumed_family,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, staged_checkpoints, resumed_family,
     saved_checkpoint, scheduler_states, whole_models_saved,
 )
 from .support.load_sites import load_sites
@@ -24,6 +24,7 @@ from .support.saved_files import (
     LOADERS,
     SAVERS,
     SavedFiles,
+    binding_above,
     cache_written_when_missing,
     global_file_names,
     in_dataset_class,
@@ -80,6 +81,7 @@ class LoadWithoutMapLocation(Rule):
         whole_models_saved(KEEP_SAVED)[0],  # every save of the project writes a model moved to the CPU
         loaded_after_a_failing_line(KEEP_SAVED)[0],  # after a line that fails on every machine
         reloaded_from_returned_path()[0],  # the path a method saved to and returned, reloaded at once
+        staged_checkpoints()[0],  # a stage's checkpoints found by a glob pattern; a branch a switch turns off
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
         # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
@@ -340,6 +342,7 @@ class LoadWithoutMapLocation(Rule):
         whole_models_saved(KEEP_SAVED)[1],  # a whole model saved without a move to the CPU first
         loaded_after_a_failing_line(KEEP_SAVED)[1],  # the line fails nowhere: another module sets the option
         reloaded_from_returned_path()[1],  # the method returns another path than the one it saves to
+        *staged_checkpoints()[1:],  # the loading stage runs first; the switch is on
         # a shipped checkpoint saved from a GPU
         Invalid(
             "import os\nimport torch\n\nstate = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'))\n",
@@ -478,7 +481,7 @@ class LoadWithoutMapLocation(Rule):
         """``f`` bound by an enclosing ``with open(path, ...) as f``, and ``open(path, "rb")``,
         stand for ``path``; a name bound once in the function, for its value too."""
         path = unopened(opened_path(target, self.ctx.stack) or target)
-        bound = single_binding(self.ctx, path.value) if isinstance(path, cst.Name) else None
+        bound = (single_binding(self.ctx, path.value) or binding_above(self.ctx, path.value)) if isinstance(path, cst.Name) else None
         built = bound if bound is not None else path
         keys = path_keys(path) | path_keys(built) | named_file_names(built, self._single_value)
         return keys | global_file_names(self.ctx, path.value) if isinstance(path, cst.Name) and bound is None else keys

@@ -288,3 +288,28 @@ def reloaded_from_returned_path() -> Tuple[Valid, Invalid]:
         Invalid(_RETURNED_PATH.format("self.resume", ""), fixed=_RETURNED_PATH.format("self.resume", ', map_location="cpu"')),
     )
 
+
+#: cwmok/LapIRN@c17fb75 Code/Train_LapIRN_diff_resize.py:171-192,420-423: each stage saves its
+#: checkpoints, the next loads the newest by a glob pattern, in the ``__main__`` block's order;
+#: a load under a switch the code sets off never runs.
+_STAGES = (
+    "import glob\nimport torch\n\n\ndef train_lvl1(model):\n    for step in range(3):\n"
+    "        modelname = '../Model/Stage/' + model_name + 'stagelvl1_' + str(step) + '.pth'\n"
+    "        torch.save(model.state_dict(), modelname)\n\n\ndef train_lvl2(model):\n"
+    "    model_path = sorted(glob.glob('../Model/Stage/' + model_name + 'stagelvl1_?????.pth'))[-1]\n"
+    "    model.load_state_dict(torch.load(model_path{}))\n    load_model = {}\n    if load_model is True:\n"
+    "        model_path = '../Model/pretrained.pth'\n        model.load_state_dict(torch.load(model_path{}))\n\n\n"
+    "model_name = 'lap_'\nif __name__ == '__main__':\n    {}(net)\n    {}(net)\n"
+)
+
+
+def staged_checkpoints() -> Tuple[Valid, Invalid, Invalid]:
+    """Silent as the script runs its stages; reported where the stage that loads runs first, and
+    where the switch is on."""
+    cpu, readme = ', map_location="cpu"', {"README.md": "Train: `python example.py`\n"}
+    return (
+        Valid(_STAGES.format("", "False", "", "train_lvl1", "train_lvl2"), files=readme),
+        Invalid(_STAGES.format("", "False", "", "train_lvl2", "train_lvl1"), files=readme, fixed=_STAGES.format(cpu, "False", "", "train_lvl2", "train_lvl1")),
+        Invalid(_STAGES.format("", "True", "", "train_lvl1", "train_lvl2"), files=readme, fixed=_STAGES.format("", "True", cpu, "train_lvl1", "train_lvl2")),
+    )
+

@@ -32,7 +32,7 @@ def reloaded_after_script_saves(ctx: "FileContext", keys: FrozenSet[str], saved_
     project_calls = ctx.project.parameter_calls.get(f"{name}@{ctx.parameter_guards.stem}", ())
     if not project_calls:
         return False
-    walked = [(statement, *_uses(statement, name)) for statement in ctx.module.body if statement is not function]
+    walked = [(statement, *_uses(statement, name)) for statement in _run_in_order(ctx.module) if statement is not function]
     users = [statement for statement, _, mentions in walked if mentions]
     if not any(isinstance(user, (cst.FunctionDef, cst.ClassDef)) for user in users):
         order = [(calls, mentions) for statement, calls, mentions in walked if not isinstance(statement, (cst.FunctionDef, cst.ClassDef))]
@@ -49,6 +49,21 @@ def reloaded_after_script_saves(ctx: "FileContext", keys: FrozenSet[str], saved_
         if first_save is None and any(_saves(ctx, call, keys, saved_by) for call in calls_here):
             first_save = index
     return bool(calls) and len(calls) == len(project_calls) and first_save is not None and first_save < min(calls)
+
+
+def _run_in_order(module: cst.Module) -> List[cst.CSTNode]:
+    """The module's statements, with those of its ``if __name__ == "__main__":`` block in their
+    order (cwmok/LapIRN@c17fb75 Code/Train_LapIRN_diff_resize.py: ``train_lvl1()`` saves what
+    ``train_lvl2()`` loads)."""
+    found: List[cst.CSTNode] = []
+    for statement in module.body:
+        test = statement.test if isinstance(statement, cst.If) else None
+        main = isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) and test.left.value == "__name__"
+        if main and isinstance(statement.body, cst.IndentedBlock) and statement.orelse is None:
+            found.extend(statement.body.body)
+        else:
+            found.append(statement)
+    return found
 
 
 def _saves(ctx: "FileContext", call: cst.Call, keys: FrozenSet[str], saved_by: Callable[[cst.Call], FrozenSet[str]]) -> bool:

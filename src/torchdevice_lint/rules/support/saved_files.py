@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 from ...knowledge import cst_guards as guards
-from ...knowledge.file_names import file_name_key
+from ...knowledge.file_names import concatenated, file_name_key
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import last_name, source_of, statements_after
 from .common import keyword, method_name
@@ -47,12 +47,24 @@ def _file_names(path: cst.BaseExpression) -> FrozenSet[str]:
     """The file names written in a path expression: ``'%s_net_%s.pth' % (epoch, name)`` ->
     ``{}_net_{}.pth``."""
     names = set()
-    for literal in nodes_of_type(path, cst.SimpleString, cst.FormattedString):
-        value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
+    for literal in nodes_of_type(path, cst.SimpleString, cst.FormattedString, cst.BinaryOperation):
+        if isinstance(literal, cst.BinaryOperation):  # ``model_dir + '/' + name + '.pth'``: one template
+            value = concatenated(_added(literal)) if isinstance(literal.operator, cst.Add) else None
+        else:
+            value = literal.evaluated_value if isinstance(literal, cst.SimpleString) else _template(literal)
         name = file_name_key(value) if isinstance(value, str) else None
         if name is not None:
             names.add(name)
     return frozenset(names)
+
+
+def _added(node: cst.BaseExpression) -> list:
+    """The operands of a chain of ``+``: each string literal's text, None for any other."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _added(node.left) + _added(node.right)
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        return [node.evaluated_value]
+    return [_template(node) if isinstance(node, cst.FormattedString) else None]
 
 
 def named_file_names(path: cst.BaseExpression, values_of: Callable[[str], Iterable[cst.BaseExpression]]) -> FrozenSet[str]:
@@ -353,6 +365,49 @@ def single_binding(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
     scopes included; None where there are none or several."""
     values = _plain_assignments(ctx, ctx.enclosing_function() or ctx.module).get(name, ())
     return values[0] if len(values) == 1 else None
+
+
+def binding_above(ctx: FileContext, name: str) -> Optional[cst.BaseExpression]:
+    """The value of ``name = ...`` in the statement just above the one being visited, or above
+    it in the same block with nothing between that binds the name again: the value the name
+    holds there when it is bound several times in the function (cwmok/LapIRN@c17fb75
+    Code/Train_LapIRN_diff.py:170-171, rebound below in a branch that never runs)."""
+    stack = ctx.stack
+    for index in range(len(stack) - 1, 0, -1):
+        block = stack[index - 1]
+        if isinstance(stack[index], (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return None
+        if isinstance(block, (cst.IndentedBlock, cst.Module)) and stack[index] in block.body:
+            above = block.body[: block.body.index(stack[index])]
+            for statement in reversed(above):
+                assigned = [assign for assign in nodes_of_type(statement, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.With)
+                            if name in _bound_by(assign)]
+                if not assigned:
+                    continue
+                simple = isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and statement.body[0] is assigned[0]
+                return assigned[0].value if simple and isinstance(assigned[0], cst.Assign) and len(assigned) == 1 else None
+            return None
+    return None
+
+
+def _bound_by(node: cst.CSTNode) -> Set[str]:
+    """The names an assignment, a loop or a ``with`` binds (not ``self.x``, not ``d[k]``)."""
+    if isinstance(node, cst.Assign):
+        targets = [target.target for target in node.targets]
+    elif isinstance(node, cst.With):
+        targets = [item.asname.name for item in node.items if item.asname]
+    else:  # ``+=``, an annotated assignment, a loop
+        targets = [node.target]
+    names: Set[str] = set()
+    while targets:
+        target = targets.pop()
+        if isinstance(target, cst.Name):
+            names.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            targets.extend(element.value for element in target.elements)
+        elif isinstance(target, cst.StarredElement):
+            targets.append(target.value)
+    return names
 
 
 def returned_by_its_saver(ctx: FileContext, path: cst.BaseExpression) -> bool:
