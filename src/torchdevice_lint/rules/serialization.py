@@ -15,32 +15,17 @@ from .support.common import appended, display_only, keyword, keyword_arg, positi
 from .support.load_examples import (
     CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
-    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, staged_checkpoints, resumed_family,
+    STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, reloaded_under_the_same_option, staged_checkpoints, resumed_family,
     saved_checkpoint, scheduler_states, whole_models_saved,
 )
 from .support.load_sites import load_sites
 from .support.loaded_values import loaded_as_module, loaded_into_network, loaded_into_place, read_as_numpy, restores_scheduler
 from .support.saved_files import (
-    LOADERS,
-    SAVERS,
-    SavedFiles,
-    binding_above,
-    cache_written_when_missing,
-    global_file_names,
-    in_dataset_class,
-    may_be_none,
-    named_file_names,
-    opened_path,
-    path_keys,
-    restored_by_ray_tune,
-    retried_with_map_location,
-    returned_by_its_saver,
-    saved_in_same_loop,
-    shipped_on_cpu,
-    single_binding,
-    unopened,
+    LOADERS, SAVERS, SavedFiles, binding_above, cache_written_when_missing, global_file_names, in_dataset_class, may_be_none, named_file_names,
+    opened_path, path_keys, restored_by_ray_tune, retried_with_map_location, returned_by_its_saver, saved_in_same_loop, shipped_on_cpu,
+    single_binding, unopened,
 )
-from .support.run_order import Branches, branches_of, exclusive, reloaded_after_script_saves
+from .support.run_order import Branches, branches_of, reloaded_after_script_saves, save_branches, saved_first
 
 
 #: The ``map_location`` that restores each tensor where it was saved unless that is CUDA and CUDA
@@ -82,6 +67,7 @@ class LoadWithoutMapLocation(Rule):
         loaded_after_a_failing_line(KEEP_SAVED)[0],  # after a line that fails on every machine
         reloaded_from_returned_path()[0],  # the path a method saved to and returned, reloaded at once
         staged_checkpoints()[0],  # a stage's checkpoints found by a glob pattern; a branch a switch turns off
+        reloaded_under_the_same_option(),  # saved and reloaded under two tests of one option
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
         # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
@@ -369,7 +355,7 @@ class LoadWithoutMapLocation(Rule):
         super().__init__(ctx)
         #: (enclosing function or None, keys, branches) of the saves visited so far, i.e. above;
         #: a call of a function that saves counts as a save of the paths it writes.
-        self._saves_above: List[Tuple[Optional[int], FrozenSet[str], Branches]] = []
+        self._saves_above: List[Tuple[Optional[int], FrozenSet[str], Tuple[Branches, FrozenSet[Tuple[str, bool]]]]] = []
         #: Function name -> the code of the paths it saves to (``train()`` writes ``model.pt``).
         self._saving_functions: Dict[str, FrozenSet[str]] = {}
         self._saved_files: Optional[SavedFiles] = None
@@ -441,7 +427,7 @@ class LoadWithoutMapLocation(Rule):
         ``.cpu()``. A checkpoint saved in another function
         (``--resume``) may come from a GPU machine: still reported."""
         scope, branches = self._scope(), branches_of(self.ctx.stack)
-        if any(where == scope and keys & saved and not exclusive(branches, taken) for where, saved, taken in self._saves_above):
+        if any(where == scope and keys & saved and saved_first(self.ctx, branches, taken) for where, saved, taken in self._saves_above):
             return True
         if cache_written_when_missing(self.ctx.stack, keys, self.ctx.qualname) or saved_in_same_loop(self.ctx.stack, keys, self.ctx.qualname):
             return True
@@ -453,7 +439,7 @@ class LoadWithoutMapLocation(Rule):
 
     def _add_save(self, keys: FrozenSet[str], codes: FrozenSet[str]) -> None:
         function = self.ctx.enclosing_function()
-        self._saves_above.append((self._scope(), keys, branches_of(self.ctx.stack)))
+        self._saves_above.append((self._scope(), keys, save_branches(self.ctx)))
         if function is not None:
             name = function.name.value
             self._saving_functions[name] = self._saving_functions.get(name, frozenset()) | codes

@@ -224,15 +224,25 @@ def ray_trainables() -> Tuple[Valid, Invalid]:
     return Valid(_RAY_TRAINABLE.format("").format("")), Invalid(restored.format(""), fixed=restored.format(', map_location="cpu"'))
 
 
-def earlier_runs_saved(keep_saved: str) -> Tuple[Invalid, Invalid]:
+def earlier_runs_saved(keep_saved: str) -> Tuple[Invalid, Invalid, Invalid]:
     """A resume at start-up reads what an earlier run saved, though ``train()`` saves it later;
-    a test run reads what a training run saved in the other branch."""
+    a test run reads what a training run saved in the other branch, or in a branch an option
+    turns on that the load is not in (``--do_train`` then ``--do_test``)."""
     resume = (
         "import os\nimport torch\n\ndef train():\n    torch.save(model, os.path.join(args.work_dir, 'model.pt'))\n\n"
         "if args.restart:\n    model = torch.load(os.path.join(args.work_dir, 'model.pt'){})\ntrain()\n"
     )
     test = "import torch\nif args.train:\n    torch.save(model, 'model.pt')\nelse:\n    model = torch.load('model.pt'{})\n"
-    return tuple(Invalid(code.format(""), fixed=code.format(f", map_location={keep_saved}")) for code in (resume, test))
+    options = (  # salesforce/CodeT5@7de7f69 CodeT5/run_gen.py:334-368
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--do_train', action='store_true')\n"
+        "parser.add_argument('--do_test', action='store_true')\n\n\ndef main(args, model):\n    if args.do_train:\n"
+        "        torch.save(model, 'best/model.bin')\n    if args.do_test:\n        model = torch.load('best/model.bin'{})\n"
+    )
+    project = {"README.md": "Train, then test: `python example.py --do_train --do_test`\n"}
+    return tuple(
+        Invalid(code.format(""), fixed=code.format(f", map_location={keep_saved}"), files=files)
+        for code, files in ((resume, None), (test, None), (options, project))
+    )
 
 
 #: tbepler/protein-sequence-embedding-iclr2019@be32cff train_lm_pfam.py:250-254, embed_sequences.py:97-99:
@@ -311,5 +321,16 @@ def staged_checkpoints() -> Tuple[Valid, Invalid, Invalid]:
         Valid(_STAGES.format("", "False", "", "train_lvl1", "train_lvl2"), files=readme),
         Invalid(_STAGES.format("", "False", "", "train_lvl2", "train_lvl1"), files=readme, fixed=_STAGES.format(cpu, "False", "", "train_lvl2", "train_lvl1")),
         Invalid(_STAGES.format("", "True", "", "train_lvl1", "train_lvl2"), files=readme, fixed=_STAGES.format("", "True", cpu, "train_lvl1", "train_lvl2")),
+    )
+
+
+def reloaded_under_the_same_option() -> Valid:
+    """twitter-research/tgn@d55bbe6 train_supervised.py:231-241: the best model saved and
+    reloaded under two ``if args.use_validation:``: the save ran wherever the reload runs."""
+    return Valid(
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--use_validation', action='store_true')\n\n\n"
+        "def train(args, decoder):\n    if args.use_validation:\n        torch.save(decoder.state_dict(), 'best.pth')\n"
+        "    if args.use_validation:\n        decoder.load_state_dict(torch.load('best.pth'))\n",
+        files={"README.md": "`python example.py --use_validation`\n"},
     )
 

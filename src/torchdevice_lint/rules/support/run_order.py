@@ -104,3 +104,30 @@ def exclusive(here: Branches, there: Branches) -> bool:
     else: load ...``): the load then reads a file an earlier run saved."""
     branch_of = dict(here)
     return any(test in branch_of and branch_of[test] != branch for test, branch in there)
+
+
+def save_branches(ctx: "FileContext") -> Tuple[Branches, FrozenSet[Tuple[str, bool]]]:
+    """The branches a save lies in, and those of them under a test of a command-line option
+    (``if args.do_train:``), by the test's code and the side."""
+    return branches_of(ctx.stack), _gated(ctx)
+
+
+def saved_first(ctx: "FileContext", load: Branches, save: Tuple[Branches, FrozenSet[Tuple[str, bool]]]) -> bool:
+    """Whether a save above the load in its function ran first: not in the other branch of an
+    ``if`` the load is in, nor in a branch of an ``if`` on an option unless the load is under
+    the same test too (``if args.do_train: ... save`` then ``if args.do_test: load``: a test-only
+    run reads the file an earlier run saved, salesforce/CodeT5@7de7f69 CodeT5/run_gen.py:334-368;
+    twice ``if args.use_validation:``, twitter-research/tgn@d55bbe6 train_supervised.py:231-241)."""
+    branches, gated = save
+    return not exclusive(load, branches) and (not gated or gated <= _gated(ctx))
+
+
+def _gated(ctx: "FileContext") -> FrozenSet[Tuple[str, bool]]:
+    from ...syntax.cst_walk import nodes_of
+
+    stack, options = ctx.stack, ctx.project.options
+    return frozenset(
+        (ctx.module.code_for_node(node.test), stack[index + 1] is node.body) for index, node in enumerate(stack[:-1])
+        if isinstance(node, cst.If) and (stack[index + 1] is node.body or stack[index + 1] is node.orelse)
+        and any(isinstance(part, cst.Attribute) and part.attr.value in options for part in nodes_of(node.test, cst.Attribute))
+    )
