@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, Iterator, List, Optional, Set
 
-from ..syntax.ast_nodes import last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import bound_names, is_main_check, last_name, literal_string, nodes_below
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
@@ -92,7 +92,7 @@ def failing_statements(tree: ast.Module) -> List[list]:
     namespace: Optional[str] = None
     found: List[list] = []
     module_end = tree.body[-1].end_lineno if tree.body else 0
-    main_ends = {id(inner): block.end_lineno for block in tree.body if isinstance(block, ast.If) and _is_main_guard(block.test) for inner in block.body}
+    main_ends = {id(inner): block.end_lineno for block in tree.body if isinstance(block, ast.If) and is_main_check(block.test) for inner in block.body}
     for statement in _run_in_order(tree.body):
         if namespace is not None:
             if _hands_away(statement, namespace, local):
@@ -158,16 +158,9 @@ def _defined_options(tree: ast.Module) -> Optional[Set[str]]:
                 return None
         elif called in _OPEN_PARSER:
             return None
-        elif called == "setattr":
-            if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+        elif called in SETTERS:
+            if read_setter(node, called, defined):
                 return None
-            defined.add(str(node.args[1].value))
-        elif called == "update" and type(node.func) is ast.Attribute and last_name(getattr(node.func.value, "func", node.func.value)) in ("vars", "__dict__"):
-            return None
-        elif called == "set_defaults":
-            if any(keyword.arg is None for keyword in node.keywords):
-                return None
-            defined.update(keyword.arg for keyword in node.keywords if keyword.arg)
         elif called in ("add_argument", "add_option"):
             dest = option_dest(node)
             if dest is None or any(literal_string(argument) is None for argument in node.args) or any(k.arg is None for k in node.keywords):
@@ -188,17 +181,10 @@ def _run_in_order(body: List[ast.stmt]) -> Iterator[ast.stmt]:
     """The statements a script runs whatever its input, in order: its own, and those of its
     ``if __name__ == "__main__":`` block."""
     for statement in body:
-        if isinstance(statement, ast.If) and _is_main_guard(statement.test):
+        if isinstance(statement, ast.If) and is_main_check(statement.test):
             yield from statement.body
         else:
             yield statement
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-        and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__"
-    )
 
 
 def _bound_namespace(statement: ast.stmt, parsing: Set[str]) -> Optional[str]:
@@ -219,35 +205,13 @@ def _bound_namespace(statement: ast.stmt, parsing: Set[str]) -> Optional[str]:
 def _rebinds(statement: ast.stmt, namespace: str, local: Set[str]) -> bool:
     """Whether the statement binds the name to another value than the namespace a local
     function gives back (``args = get_custom_exp_code(args)``)."""
-    targets = [name for target in getattr(statement, "targets", [getattr(statement, "target", None)]) for name in _names_bound(target)]
-    if namespace not in targets and not isinstance(statement, (ast.For, ast.With, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)):
+    if namespace not in bound_names(statement):
         return False
     value = getattr(statement, "value", None)
     return not (
         isinstance(statement, ast.Assign) and isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
         and value.func.id in local and any(isinstance(arg, ast.Name) and arg.id == namespace for arg in value.args)
-    ) and (namespace in targets or _binds_name(statement, namespace))
-
-
-def _binds_name(statement: ast.stmt, name: str) -> bool:
-    """A loop, ``with``, import or definition that binds ``name``."""
-    if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
-        return statement.name == name
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return any((alias.asname or alias.name.partition(".")[0]) == name for alias in statement.names)
-    bound = [statement.target] if isinstance(statement, ast.For) else [item.optional_vars for item in getattr(statement, "items", [])]
-    return any(name in _names_bound(target) for target in bound)
-
-
-def _names_bound(target: Optional[ast.expr]) -> List[str]:
-    """The names an assignment target binds: ``x``, ``x, (y, *z)``; not ``args.task``."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Starred):
-        return _names_bound(target.value)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [name for item in target.elts for name in _names_bound(item)]
-    return []
+    )
 
 
 #: Callees that read a namespace without setting options: ``print(args)``, ``logger.info(args)``.

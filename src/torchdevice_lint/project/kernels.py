@@ -27,7 +27,7 @@ import sys
 from functools import cached_property, lru_cache
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
-from ..syntax.ast_nodes import block_statements, child_blocks, dotted_name, file_aliases, keyword_value, last_name, literal_string, nodes_below
+from ..syntax.ast_nodes import block_statements, child_blocks, dotted_name, file_aliases, is_main_check, keyword_value, last_name, literal_string, nodes_below
 
 EXTENSION_API = "torch.utils.cpp_extension."
 #: The callables that build an extension module (qualified name -> builder).
@@ -73,7 +73,7 @@ class KernelReader:
         self.main_block: List[int] = []
         for statement in tree.body:
             self._read_binding(statement, guarded=False)
-            if isinstance(statement, ast.If) and _is_main_check(statement.test):
+            if isinstance(statement, ast.If) and is_main_check(statement.test):
                 self.main_block = [statement.lineno, statement.end_lineno or statement.lineno]
 
     def facts(self) -> dict:
@@ -373,11 +373,3 @@ def _reraises(handler: ast.ExceptHandler) -> bool:
     last = body[-1]
     raises = type(last) is ast.Raise or (type(last) is ast.If and not last.orelse and type(last.body[-1]) is ast.Raise)
     return raises and all(type(statement) in (ast.Expr, ast.Pass) for statement in body[:-1])
-
-
-def _is_main_check(test: ast.expr) -> bool:
-    """``__name__ == "__main__"``."""
-    return (
-        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-        and len(test.comparators) == 1 and literal_string(test.comparators[0]) == "__main__"
-    )

@@ -21,7 +21,7 @@ from ..knowledge.project_facts import ProjectFacts
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
 from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, config_defaults, config_key
 from .context import cuda_context_spans
-from .reached import MAX_TEXTS, TextWords, after_failure_spans, commented_calls, package_like, unreached_spans
+from .reached import MAX_TEXTS, TextWords, after_failure_spans, commented_calls, failing_scripts, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
@@ -227,8 +227,9 @@ class Project:
         if self._text_words is None:
             self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
             self._reach_known = self._reach_known and len(self._text_words.texts) <= MAX_TEXTS and not package_like(self.root)
-        spans = unreached_spans(self.modules, self._text_words, set().union(*self._commented.values())) if self._reach_known else {}
-        for path, after in after_failure_spans(self.modules).items():
+        failing = failing_scripts(self.modules)
+        spans = unreached_spans(self.modules, self._text_words, set().union(*self._commented.values()), failing) if self._reach_known else {}
+        for path, after in after_failure_spans(self.modules, failing).items():
             spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
         return spans
 

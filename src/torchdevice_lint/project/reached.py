@@ -30,7 +30,8 @@ Definition = Tuple[str, str]
 
 
 def unreached_spans(
-    facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]], commented: Iterable[str] = (),
+    facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]], commented: Iterable[str],
+    failing: Mapping[str, int],
 ) -> Dict[str, Tuple[Span, ...]]:
     """By module path: the bodies of the functions and methods nothing reachable runs (a
     definition's header runs at import: its defaults, its decorators), in the modules that are
@@ -38,7 +39,8 @@ def unreached_spans(
     project's imports name), or scripts that call the project's definitions. A module of
     definitions nothing imports is someone else's to call (a file being written, an API).
     ``words_in_texts``: those of the given names the project's other texts hold; ``commented``:
-    the names the modules' comments call (``commented_calls``), which stay called."""
+    the names the modules' comments call (``commented_calls``), which stay called; ``failing``:
+    ``failing_scripts``, whose module-level calls below their failing statement run nothing."""
     modules = {path: module.calls for path, module in facts.items()}
     imported = {
         part for module in facts.values() for origin in (*module.imports.values(), *module.star_imports)
@@ -63,7 +65,7 @@ def unreached_spans(
         if name.rpartition(".")[2] not in in_texts and name.rpartition(".")[2] not in commented
         and (path in scripts or stems[path] + ".py" not in in_texts)
     }
-    reached = _reached(modules, stems, candidates, failing_scripts(facts))
+    reached = _reached(modules, stems, candidates, failing)
     spans: Dict[str, List[Span]] = {}
     for path, name in candidates - reached:
         definitions = modules[path].definitions
@@ -114,11 +116,11 @@ MODULE_HOOKS = frozenset({
 })
 
 
-def after_failure_spans(facts: Mapping[str, ModuleFacts]) -> Dict[str, Tuple[Span, ...]]:
+def after_failure_spans(facts: Mapping[str, ModuleFacts], failing: Mapping[str, int]) -> Dict[str, Tuple[Span, ...]]:
     """By script: the lines that would run after its first statement that fails on every
-    machine (``failing_scripts``), to the end of the module or of its ``__main__`` block."""
+    machine (``failing``: ``failing_scripts``), to the end of the module or of its ``__main__`` block."""
     spans = {}
-    for path, index in failing_scripts(facts).items():
+    for path, index in failing.items():
         _, last, end, _ = facts[path].failing[index]
         spans[path] = ((last + 1, end),)
     return spans

@@ -114,6 +114,14 @@ def literal_string(node: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
+def is_main_check(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``: the test of a script's own block."""
+    return (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+        and len(test.comparators) == 1 and literal_string(test.comparators[0]) == "__main__"
+    )
+
+
 def is_integer(node: ast.AST) -> bool:
     """An integer literal (``True`` is not one)."""
     return isinstance(node, ast.Constant) and type(node.value) is int

@@ -25,18 +25,25 @@ def read_as_numpy(ctx: FileContext, load: cst.Call) -> bool:
         return stack[-3].func is stack[-2]
     if len(stack) >= 3 and isinstance(stack[-2], cst.Arg) and isinstance(stack[-3], cst.Call) and len(stack[-3].args) == 1:
         return ctx.qualname(stack[-3].func) == "torch.from_numpy"  # facebookresearch/MUSE@3159355 src/trainer.py:238
-    if len(stack) < 2 or not isinstance(stack[-2], cst.Assign) or stack[-2].value is not load:
+    target = _bound_to(stack, load)
+    if target is None:
         return False
-    targets = [t.target for t in stack[-2].targets]
-    if len(targets) != 1 or not isinstance(targets[0], cst.Name):
-        return False
-    name = targets[0].value
+    name = target.value
     for call in nodes_of_type(ctx.enclosing_function() or ctx.module, cst.Call):
         if ctx.qualname(call.func) == "torch.from_numpy" and len(call.args) == 1 and _root(call.args[0].value) == name:
             return True
         if method_name(call) == "numpy" and isinstance(call.func.value, cst.Name) and call.func.value.value == name:
             return True
     return False
+
+
+def _bound_to(stack, load: cst.Call) -> Optional[cst.Name]:
+    """The name ``name = torch.load(...)`` binds, ``load`` being the last node of ``stack``."""
+    assign = stack[-2] if len(stack) >= 2 else None
+    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    return target if isinstance(target, cst.Name) else None
 
 
 def _root(expression: cst.BaseExpression) -> Optional[str]:
@@ -57,11 +64,8 @@ def loaded_into_place(ctx: FileContext, load: cst.Call, importable_too: bool = F
     stack = ctx.stack
     if _consumed(stack, len(stack) - 1):
         return True
-    assign = stack[-2] if len(stack) >= 2 else None
-    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
-        return False
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name):
+    target = _bound_to(stack, load)
+    if target is None:
         return False
     from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
 
@@ -87,14 +91,8 @@ def loaded_into_network(ctx: FileContext, load: cst.Call) -> bool:
 def loaded_as_module(ctx: FileContext, load: cst.Call) -> bool:
     """``model = torch.load(path)`` then ``model.eval()``: the file holds a whole pickled module
     (tbepler/protein-sequence-embedding-iclr2019@be32cff eval_secstr.py:246-247)."""
-    stack = ctx.stack
-    assign = stack[-2] if len(stack) >= 2 else None
-    if not isinstance(assign, cst.Assign) or assign.value is not load or len(assign.targets) != 1:
-        return False
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name):
-        return False
-    return any(
+    target = _bound_to(ctx.stack, load)
+    return target is not None and any(
         method_name(call) == "eval" and isinstance(call.func.value, cst.Name) and call.func.value.value == target.value
         for call in nodes_of_type(ctx.enclosing_function() or ctx.module, cst.Call)
     )
@@ -109,11 +107,8 @@ def restores_scheduler(ctx: FileContext) -> bool:
     stack = ctx.stack
     if _into_scheduler(stack, len(stack) - 1):
         return True
-    assign = stack[-2] if len(stack) >= 3 else None
-    if not isinstance(assign, cst.Assign) or assign.value is not stack[-1] or len(assign.targets) != 1:
-        return False
-    target = assign.targets[0].target
-    if not isinstance(target, cst.Name) or not isinstance(stack[-3], cst.SimpleStatementLine):
+    target = _bound_to(stack, stack[-1])
+    if target is None or len(stack) < 3 or not isinstance(stack[-3], cst.SimpleStatementLine):
         return False
     from ...engine.context import binds_unconditionally  # LibCST: imported once a file is parsed
     from ...syntax.cst_walk import TRIVIA_TYPES, walk  # read-only: ``visit`` rebuilds the tree
