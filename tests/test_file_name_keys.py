@@ -20,12 +20,7 @@ PATHS = {
 }
 
 
-#: The ``ast`` reader also keys the literal parts of an f-string (``.pkl`` of ``f"{epoch}.pkl"``),
-#: which the LibCST reader does not: a save of one matches any load keyed ``.pkl`` in the project.
-DISAGREE = pytest.mark.xfail(strict=True, reason="ast keys an f-string's literal parts too")
-
-
-@pytest.mark.parametrize("code", [pytest.param(code, marks=DISAGREE) if "f'" in code or 'f"' in code else code for code in sorted(PATHS)])
+@pytest.mark.parametrize("code", sorted(PATHS))
 def test_both_readers_name_the_same_files(code):
     from_ast = set(file_names(ast.parse(code, mode="eval").body))
     expression = cst.parse_expression(code)

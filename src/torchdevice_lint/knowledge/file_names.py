@@ -67,12 +67,14 @@ def file_names(path: ast.expr) -> List[str]:
     """The file names a path expression writes (``os.path.join(d, "feat.pth")`` -> ``feat.pth``,
     ``f"{epoch}.pkl"`` -> ``{}.pkl``), as ``rules/support/saved_files.path_keys`` keys them."""
     names = []
+    template_parts = set()  # an f-string's literal parts name no file by themselves
     for node in nodes_below(path):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):  # ``d + '/' + name + '.pth'``: one template
             name = file_name_key(concatenated(_added(node)))
         elif isinstance(node, ast.JoinedStr):
+            template_parts.update(map(id, node.values))
             name = file_name_key(_template(node))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in template_parts:
             name = file_name_key(node.value)
         else:
             continue
