@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Protocol, Sequence, Set, Tuple
 
@@ -176,6 +176,8 @@ class FileContext:
         self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
         # the shared cache, not a bound method: the context holding it through a method of its
         # own would be a cycle keeping every tree alive until the cyclic collector
+        if settings.check_unreached and project.quiet_options:  # code off the documented run is checked too
+            project = replace(project, quiet_options=frozenset())
         self.option_values = OptionValues(module, project, partial(_assigned_in, self._assigned))
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None

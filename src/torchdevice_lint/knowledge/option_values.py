@@ -24,9 +24,13 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import parameter_names
 from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
 from .project_facts import ProjectFacts
+from .value_checks import assigned_values
 
-#: A value known at the defaults: ``(value, whether a device option decided it)``; None: unknown.
-Known = Optional[Tuple[object, bool]]
+#: A value known at the defaults: ``(value, what decided it)``; None: unknown.
+Known = Optional[Tuple[object, int]]
+#: What decided a known value, the strongest of its parts: literals only, an option nothing
+#: documented turns on (``ProjectFacts.quiet_options``), a device option's default.
+_LITERAL, _QUIET, _DEVICE = 0, 1, 2
 
 #: ``value_checks.assigned_values`` of a scope (the file's context keeps one per scope).
 Assigned = Callable[[Union["cst.FunctionDef", "cst.Module"]], Dict[str, List[Optional["cst.BaseExpression"]]]]
@@ -102,18 +106,22 @@ class OptionValues:
         self.module = module
         self.project = project
         self.assigned = assigned
+        self._all_assigned: Optional[Dict[str, List[Optional[cst.BaseExpression]]]] = None
 
     def sign(self, test: cst.BaseExpression, scope: Optional[cst.FunctionDef]) -> int:
         """NEGATIVE where ``test`` is true with the defaults and a device option off by default
         decides it (the branch it skips needs the user's GPUs), or a switch the code sets once
         (``load_model = False`` then ``if load_model is True:``, cwmok/LapIRN@c17fb75
-        Code/Train_LapIRN_diff.py:101-102: the branch never runs), POSITIVE where it is false,
+        Code/Train_LapIRN_diff.py:101-102: the branch never runs), POSITIVE where it is false
+        (also where an option nothing documented turns on decides it: ``if args.resume:``),
         NEUTRAL otherwise. ``scope``: the enclosing function (None: module level)."""
-        if not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation)):
+        if not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation, cst.Attribute, cst.UnaryOperation)):
             return NEUTRAL
         known = self._value(test, scope if scope is not None else self.module, _DEPTH)
         if known is None or not (known[1] or _switched(test)):
             return NEUTRAL
+        if known[1] == _QUIET and known[0]:
+            return NEUTRAL  # what an option nothing turns on skips may be the program's run (``if not args.out: return``)
         return NEGATIVE if known[0] else POSITIVE
 
     def _value(self, node: cst.BaseExpression, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
@@ -125,13 +133,13 @@ class OptionValues:
         if isinstance(node, cst.Name):
             return self._name(node.value, scope, depth)
         if isinstance(node, cst.Attribute):
-            return self._option(node.attr.value)
+            return self._option(node.attr.value, node.value)
         if isinstance(node, cst.IfExp):
             test = self._value(node.test, scope, depth)
             if test is None:
                 return None
             arm = self._value(node.body if test[0] else node.orelse, scope, depth)
-            return None if arm is None else (arm[0], test[1] or arm[1])
+            return None if arm is None else (arm[0], max(test[1], arm[1]))
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             return self._compared(node, scope, depth)
         if isinstance(node, cst.BooleanOperation):
@@ -145,7 +153,7 @@ class OptionValues:
         if compare is None or right is None:
             return None
         try:
-            return bool(compare(left[0], right[0])), left[1] or right[1]
+            return bool(compare(left[0], right[0])), max(left[1], right[1])
         except TypeError:
             return None
 
@@ -157,30 +165,44 @@ class OptionValues:
             if side is not None and bool(side[0]) is deciding:
                 return deciding, side[1]
         if all(side is not None for side in sides):
-            return (not deciding), sides[0][1] or sides[1][1]
+            return (not deciding), max(sides[0][1], sides[1][1])
         return None
 
     def _literal(self, node: cst.BaseExpression) -> Known:
         try:
-            return ast.literal_eval(self.module.code_for_node(node).strip()), False
+            return ast.literal_eval(self.module.code_for_node(node).strip()), _LITERAL
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return None
 
     def _name(self, name: str, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
         """A constant, or a name bound by one assignment in ``scope`` (a parameter is unknown)."""
         if name in ("True", "False", "None"):
-            return {"True": True, "False": False, "None": None}[name], False
+            return {"True": True, "False": False, "None": None}[name], _LITERAL
         if depth == 0 or isinstance(scope, cst.FunctionDef) and name in parameter_names(scope):
             return None
         values = self.assigned(scope).get(name, ())
+        if not values and isinstance(scope, cst.FunctionDef):  # a global the function reads (Transolver's ``eval = args.eval``)
+            if len(self._everywhere().get(name, ())) != 1:
+                return None
+            scope, values = self.module, self.assigned(self.module).get(name, ())
         if len(values) != 1 or values[0] is None:
             return None
         return self._value(values[0], scope, depth - 1)
 
-    def _option(self, name: str) -> Known:
+    def _everywhere(self) -> Dict[str, List[Optional[cst.BaseExpression]]]:
+        """The module's assignments, in its functions too (one ``global`` rebinding is one more)."""
+        if self._all_assigned is None:
+            self._all_assigned = assigned_values(self.module, nested=True)
+        return self._all_assigned
+
+    def _option(self, name: str, owner: cst.BaseExpression) -> Known:
         """The default of the device option ``name`` (or of the one it copies), when it means no
         GPU and no module of the project assigns it (``ProjectFacts.rebound_options``); of
-        ``--local_rank`` too where no launcher of the project would set it."""
+        ``--local_rank`` too where no launcher of the project would set it; of any option nothing
+        documented turns on (``ProjectFacts.quiet_options``), read from a namespace (``args.eval``,
+        ``self.opt.resume``; not ``cfg.model.cuda``, a config's own key)."""
+        if name in self.project.quiet_options and _namespace(owner):
+            return self.project.options[name], _QUIET
         option = name if name in self.project.options else self.project.copies.get(name)
         if option is None or option not in self.project.options:
             return None
@@ -189,4 +211,11 @@ class OptionValues:
         default = self.project.options[option]
         if not means_no_gpu(option, default) or option in self.project.rebound_options:
             return None
-        return default, True
+        return default, _DEVICE
+
+
+def _namespace(owner: cst.BaseExpression) -> bool:
+    """``args`` or ``self.opt``: what holds a parser's options, not a config's nested section."""
+    if isinstance(owner, cst.Attribute):
+        return isinstance(owner.value, cst.Name) and owner.value.value in ("self", "cls")
+    return isinstance(owner, cst.Name) and owner.value not in ("self", "cls")

@@ -93,6 +93,9 @@ class ProjectFacts:
     #: embedding-iclr2019@be32cff: ``model.cpu()`` before each ``torch.save(model, path)``): the
     #: models it releases hold none either.
     every_save_on_cpu: bool = False
+    #: Options off by default that nothing documented turns on (``project/configs.py``'s
+    #: ``PassedOptions``: ``--eval 0`` wherever a script passes it): a test of one reads as its default.
+    quiet_options: FrozenSet[str] = frozenset()
 
 
     @cached_property
@@ -103,7 +106,7 @@ class ProjectFacts:
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, calls_digest(self.parameter_calls), self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
-            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu, self.every_save_on_cpu,
+            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu, self.every_save_on_cpu, sorted(self.quiet_options),
         ]
         if not any(parts):
             return ""

@@ -57,7 +57,8 @@ class Settings:
     respect_gitignore: bool = True
     #: Apply the excludes to files named on the command line too (pre-commit passes names).
     force_exclude: bool = False
-    #: Also report code nothing in the project calls or names (``project/reached.py``); a
+    #: Also report code nothing in the project calls or names (``project/reached.py``), and
+    #: code behind options nothing documented turns on (``project/configs.PassedOptions``); a
     #: package others install is always checked whole.
     check_unreached: bool = False
     #: Codes whose fixes may be applied (ruff's ``fixable``/``unfixable``; the more specific

@@ -20,13 +20,14 @@ makes, so its ``if opt.local_rank != -1:`` branch (train.py:596) is off there to
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import os
 import re
 from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Set
 
-from ..knowledge.option_values import about_devices
+from ..knowledge.option_values import LAUNCHER_OPTIONS, about_devices
 
 #: What a config file is named.
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -172,3 +173,89 @@ class Launches:
 
     def _covers(self, scope: Path, module: Path) -> bool:
         return scope == self.top or scope in module.parents
+
+
+#: A flag and what follows it on the line: ``--eval 0``, ``--resume=ckpt.pth``, ``-pretrained``.
+_FLAG = re.compile(rb"(?<![\w/.-])--?([A-Za-z_][\w-]*)(?:(?:=|[ \t]+)(?!--?[A-Za-z_])([^\s'\"`\\;|&)]+))?")
+#: A key a config file sets: ``resume: path`` (YAML), ``"resume": ...`` (JSON), ``resume = ...``.
+_KEY = re.compile(rb"(?<![\w-])[\"']?([A-Za-z_][\w-]*)[\"']?[ \t]*[:=]")
+#: Files whose keys may set options (YAML, JSON, INI, TOML).
+KEYED_SUFFIXES = (".yaml", ".yml", ".json", ".cfg", ".ini", ".toml")
+
+
+def flags_passed(data: bytes) -> Dict[str, Set[Optional[str]]]:
+    """Each option a text passes (by its dest: ``--load-dir`` -> ``load_dir``) -> the values
+    it passes: the word after the flag, None where none follows (a switch turned on)."""
+    found: Dict[str, Set[Optional[str]]] = {}
+    if b"-" not in data:
+        return found
+    for match in _FLAG.finditer(data):
+        value = match.group(2)
+        text = value.decode("utf-8", "replace") if value else None
+        found.setdefault(match.group(1).decode("ascii").replace("-", "_"), set()).add(text)
+    return found
+
+
+def keys_set(data: bytes) -> Set[str]:
+    """The keys a config file sets (by dest, like flags)."""
+    return {key.decode("ascii").replace("-", "_") for key in _KEY.findall(data)}
+
+
+class PassedOptions:
+    """What the project's texts pass to its options, each text read once: where the project
+    documents how it runs (a README or a shell script runs one of its scripts), code
+    behind an option off by default that nothing passes another value is off the program's run.
+
+    thuml/Transolver@75e0f67 PDE-Solving-StandardBenchmark/exp_plas.py:24 defines ``--eval``
+    (default 0) and every script of the project passes ``--eval 0``: the ``if eval:`` branches
+    that load a checkpoint and move it with ``.cuda()`` never run as the project is run.
+    edenton/svg@3f19f0b train_svg_lp.py:19,47 loads ``opt.model_dir`` only when the option,
+    ``''`` by default, is given, and its README never gives it.
+
+    Conservative: only options off by default (``None``, ``False``, ``0``, ``""``), not those
+    about devices or launchers (a device option off by default is a guard of its own), nor one
+    that any text passes another value or a value it cannot read (``--resume $CKPT``), that a
+    config file or a module's string names (``"--resume"`` handed to ``subprocess``), or that a
+    module assigns (``args.resume = ...``); none where a module sets attributes by a computed
+    name (``vars(args).update(config)``).
+    """
+
+    def __init__(self) -> None:
+        self.values: Dict[str, Set[Optional[str]]] = {}
+        self.named: Set[str] = set()  # options set by a config key: values unknown
+
+    def read(self, name: str, data: Optional[bytes]) -> None:
+        """One document, shell script, notebook or config file (``name``: its file name)."""
+        if data is None:
+            return
+        for option, values in flags_passed(data).items():
+            self.values.setdefault(option, set()).update(values)
+        if name.endswith(KEYED_SUFFIXES):
+            self.named.update(keys_set(data))
+
+    def quiet(self, options: Mapping[str, object], set_in_modules: Set[str]) -> frozenset:
+        """The options (of ``options``: name -> default) no text turns on, nor the modules:
+        ``set_in_modules``, the attributes they set and the flags their strings pass."""
+        touched = self.named | set_in_modules
+        return frozenset(
+            name for name, default in options.items()
+            if _off(default) and name not in touched and not about_devices(name) and name not in LAUNCHER_OPTIONS
+            and all(_same(value, default) for value in self.values.get(name, ()))
+        )
+
+
+def _off(default: object) -> bool:
+    """An option off by default: ``None``, ``False``, ``0``, ``""`` (a choice among values,
+    ``--loss Proxy_Anchor``, is a selection the user makes, not a feature turned on)."""
+    return default is None or (isinstance(default, (bool, int, float, str)) and not default)
+
+
+def _same(value: Optional[str], default: object) -> bool:
+    """Whether a value a text passes is the option's default (``--eval 0`` of ``default=0``);
+    a switch given (None) turns a ``store_true`` option on."""
+    if value is None:
+        return False
+    try:
+        return ast.literal_eval(value) == default and type(ast.literal_eval(value)) is type(default)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return isinstance(default, str) and value == default

@@ -26,6 +26,7 @@ from ..knowledge.script_options import SETTERS, after_failure, failing_statement
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import ENUMERATING, ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
+from .configs import flags_passed
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
 from .stateless import module_classes, module_factories
@@ -103,6 +104,9 @@ class ModuleFacts:
     stored_attributes: List[str] = field(default_factory=list)
     #: Whether it sets attributes by a computed name (``setattr(args, k, v)``, ``__dict__``).
     sets_by_name: bool = False
+    #: The options its strings pass as flags (``"--resume"`` in a command it runs), but those
+    #: its parser defines (``project/configs.PassedOptions``).
+    passed_flags: List[str] = field(default_factory=list)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -156,6 +160,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     imported: Set[str] = set()
     modules: Set[str] = set()  # names an import binds anywhere: a module (or what it exports)
     callees: Set[int] = set()  # the ``func`` of each call: a parent comes before its children
+    defining: Set[int] = set()  # the flags of ``add_argument`` calls: no option passed
+    passed: Set[str] = set()
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
@@ -179,6 +185,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                 called = last_name(node.func)
                 if called in SETTERS:
                     facts.sets_by_name = read_setter(node, called, stored) or facts.sets_by_name
+                elif called in ("add_argument", "add_option"):
+                    defining.update(map(id, node.args))
                 if called in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
                     mentions.add(called)
                 elif type(node.func) is Name and node.func.id == "super" and node.args:
@@ -196,6 +204,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                         facts.mentions_mps = True
                     if len(node.value) <= _NAMING_STRING:
                         mentions.update(_WORDS.findall(node.value))
+                    if "-" in node.value and id(node) not in defining:
+                        passed.update(flags_passed(node.value.encode("utf-8", "surrogatepass")))
             elif kind is Attribute:
                 if id(node) not in callees:
                     mentions.add(node.attr)
@@ -237,6 +247,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
             caller = after_failure(node.lineno, facts.failing)
         read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value)
     facts.stored_attributes = sorted(stored)
+    facts.passed_flags = sorted(passed)
     calls.definitions = definitions(tree)
     calls.mentions = sorted(mentions)
     calls.reexports = reexports(imported, mentions, calls)

@@ -19,9 +19,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..knowledge.project_facts import ProjectFacts
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
-from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, config_defaults, config_key
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, PassedOptions, config_defaults, config_key, names_launcher, plain_runs
 from .context import cuda_context_spans
-from .reached import MAX_TEXTS, TextWords, after_failure_spans, commented_calls, failing_scripts, package_like, unreached_spans
+from .reached import MAX_TEXT_BYTES, MAX_TEXTS, TextWords, after_failure_spans, commented_calls, failing_scripts, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
 from .imports import ImportResolver
 from .kernel_code import CudaOnlyCode
@@ -109,6 +109,10 @@ class Project:
             Path(os.path.abspath(root)), {Path(os.path.abspath(file.parent)) for file in docs if file.name.lower().startswith("readme")},
             everywhere=not docs_read,
         )
+        #: What the project's documents, scripts and configs pass its options (``configs.PassedOptions``).
+        self.passed = PassedOptions()
+        self._documented = False
+        self._texts_passed = False
         #: By module, the names its comments call (``reached.commented_calls``).
         self._commented: Dict[str, Set[str]] = {}
         for file in files if modules_read else ():
@@ -117,13 +121,16 @@ class Project:
         #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
         self._reach_known = configs_read and docs_read
         for file in configs if configs_read else ():
-            self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES)  # larger ones are data
+            self.passed.read(file.name, self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES))  # larger ones are data
         #: The content hash of each file documenting how the project runs: they decide ``launches``.
         self.doc_hashes: Dict[str, Optional[str]] = {}
         for file in docs if docs_read else ():
             data = regular_file_bytes(file, MAX_CONFIG_BYTES)
             self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
             self.launches.read(file, data)
+            self.passed.read(file.name, data)
+            #: Whether a document says how the project runs: its options' defaults are then its run's.
+            self._documented = self._documented or (data is not None and (bool(plain_runs(data)) or names_launcher(data)))
         self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes, **self.doc_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
@@ -210,7 +217,7 @@ class Project:
             self._facts = dataclasses.replace(
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
-                unreached_spans=self._unreached(),
+                unreached_spans=self._unreached(), quiet_options=self._quiet(combined.options),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 unlaunched=bool(self.modules) and not self.launches.scopes,
                 parameterless_classes=parameterless_classes(
@@ -232,6 +239,19 @@ class Project:
         for path, after in after_failure_spans(self.modules, failing).items():
             spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
         return spans
+
+    def _quiet(self, options: Mapping[str, object]) -> frozenset:
+        """``PassedOptions.quiet``, where the project documents its runs and its texts are all read."""
+        if not (self._documented and len(self.texts) <= MAX_TEXTS):
+            return frozenset()
+        if not self._texts_passed:
+            self._texts_passed = True
+            for text in self.texts:
+                self.passed.read(text.name, regular_file_bytes(text, MAX_TEXT_BYTES))
+        modules = self.modules.values()
+        if any(module.sets_by_name for module in modules):  # ``vars(args).update(config)``: any option may be set
+            return frozenset()
+        return self.passed.quiet(options, set().union(*(module.stored_attributes for module in modules), *(module.passed_flags for module in modules)))
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring

@@ -16,7 +16,7 @@ from .support.common import (
 )
 from .support.examples import (
     ASKED_FOR_GPUS, ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
-    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
+    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
     NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
@@ -81,7 +81,7 @@ class CudaMethodCall(Rule):
         AVAILABILITY_NAME_PASSED[0], AVAILABILITY_ATTRIBUTE_PASSED, SCRIPT_RUN_BY_README,  # ... a name or an attribute bound to it; an unrun method
         KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST, NESTED_KERNEL_SELF_TEST, JIT_KERNEL_USER,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
-        ASKED_FOR_GPUS[0],  # `-visible_gpus` ("-1", the CPU, by default) in another module
+        ASKED_FOR_GPUS[0], EVAL_OFF_IN_SCRIPTS,  # `-visible_gpus` ("-1", the CPU, by default) in another module; `--eval` off in every script
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
         *configured_flags(DEVICE)[0],  # a YAML config's `cuda: true` decides nothing when off or disputed
     )
@@ -321,7 +321,7 @@ class HardcodedCudaDevice(Rule):
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
         Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(ATTRS_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
-        ASKED_FOR_GPUS[1],  # one arm of a device option's choice: "cuda" only where the user names GPUs
+        ASKED_FOR_GPUS[1], EVAL_ON_IN_A_SCRIPT,  # one arm of a device option's choice: "cuda" only where the user names GPUs; a script passes `--eval 1`
         REBOUND_USE_GPU,  # the option is rebound to an availability check in another module
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),

@@ -288,3 +288,15 @@ ASKED_FOR_GPUS = (
     Valid("def restore(args, state):\n    if args.visible_gpus != '-1':\n        state = state.cuda()\n    return state\n", files=VISIBLE_GPUS),
     Valid('import torch\n\ndef build(args, model):\n    device = "cpu" if args.visible_gpus == "-1" else "cuda"\n    return model.to(device)\n', files=VISIBLE_GPUS),
 )
+#: thuml/Transolver@75e0f67 PDE-Solving-StandardBenchmark/exp_plas.py:24,28,168: ``--eval`` off by
+#: default, bound to a global the function tests; silent where every script passes ``--eval 0``,
+#: reported where one passes ``--eval 1``.
+_EVAL_BRANCH = (
+    "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--eval', type=int, default=0)\n"
+    "args = parser.parse_args()\neval = args.eval\n\n\ndef main(model):\n    if eval:\n        model = model.cuda()\n    return model\n"
+)
+EVAL_OFF_IN_SCRIPTS = Valid(_EVAL_BRANCH, files={"scripts/train.sh": "python example.py --eval 0\n"})
+EVAL_ON_IN_A_SCRIPT = Invalid(
+    _EVAL_BRANCH, files={"scripts/train.sh": "python example.py --eval 0\n", "scripts/test.sh": "python example.py --eval 1\n"},
+    fixed=_EVAL_BRANCH.replace("model.cuda()", "model.to(device)").replace("import torch\n", "import torch\n\n" + DEVICE, 1),
+)

@@ -334,3 +334,21 @@ def reloaded_under_the_same_option() -> Valid:
         files={"README.md": "`python example.py --use_validation`\n"},
     )
 
+
+
+#: edenton/svg@3f19f0b train_svg_lp.py:19,47,49: a resume behind an option off by default.
+_RESUME = (
+    "import argparse\nimport torch\nparser = argparse.ArgumentParser()\nparser.add_argument('--resume', default='')\n"
+    "parser.add_argument('--epochs', type=int, default=10)\nargs = parser.parse_args()\n"
+    "if args.resume:\n    state = torch.load(args.resume{})\n"
+)
+
+
+def resumed_only_when_asked(keep_saved: str) -> Tuple[Valid, Invalid, Invalid]:
+    """Silent where the README runs the script and never passes ``--resume``; reported where a
+    document passes it, and where nothing documents how the project runs."""
+    return (
+        Valid(_RESUME.format(""), files={"README.md": "Train: `python example.py --epochs 50`\n"}),
+        Invalid(_RESUME.format(""), files={"README.md": "Resume: `python example.py --resume runs/last.pt`\n"}, fixed=_RESUME.format(f", map_location={keep_saved}")),
+        Invalid(_RESUME.format(""), fixed=_RESUME.format(f", map_location={keep_saved}")),
+    )
