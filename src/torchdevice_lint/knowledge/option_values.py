@@ -29,8 +29,9 @@ from .value_checks import assigned_values
 #: A value known at the defaults: ``(value, what decided it)``; None: unknown.
 Known = Optional[Tuple[object, int]]
 #: What decided a known value, the strongest of its parts: literals only, an option nothing
-#: documented turns on (``ProjectFacts.quiet_options``), a device option's default.
-_LITERAL, _QUIET, _DEVICE = 0, 1, 2
+#: documented turns on (``ProjectFacts.quiet_options``), a device option's default, the test's
+#: form whatever the values (membership in an empty literal).
+_LITERAL, _QUIET, _DEVICE, _ALWAYS = 0, 1, 2, 3
 
 #: ``value_checks.assigned_values`` of a scope (the file's context keeps one per scope).
 Assigned = Callable[[Union["cst.FunctionDef", "cst.Module"]], Dict[str, List[Optional["cst.BaseExpression"]]]]
@@ -147,7 +148,11 @@ class OptionValues:
         return None
 
     def _compared(self, node: cst.Comparison, scope: Union[cst.FunctionDef, cst.Module], depth: int) -> Known:
-        compare = _OPERATORS.get(type(node.comparisons[0].operator).__name__)
+        operator = type(node.comparisons[0].operator).__name__
+        comparator = node.comparisons[0].comparator
+        if operator in ("In", "NotIn") and isinstance(comparator, (cst.List, cst.Tuple, cst.Set, cst.Dict)) and not comparator.elements:
+            return operator == "NotIn", _ALWAYS  # ``if self._cur_task in []:``, code switched off (G-U-N/PyCIL@87cc411 models/pa2s.py:70)
+        compare = _OPERATORS.get(operator)
         left = self._value(node.left, scope, depth)
         right = self._value(node.comparisons[0].comparator, scope, depth) if left is not None else None
         if compare is None or right is None:

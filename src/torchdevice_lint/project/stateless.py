@@ -209,8 +209,11 @@ def _constant(value: ast.expr) -> bool:
 def module_factories(tree: ast.Module, imports: Mapping[str, str]) -> Dict[str, List[str]]:
     """Its top-level functions every ``return`` of which gives a new module: a class called
     there, or a name every binding of which in the function calls one (``get_criterion(p)``
-    choosing a loss by configuration) -> those classes (torch's own left out, once proven empty)."""
+    choosing a loss by configuration), or a class a module-level registry maps a name to
+    (``return __factory[name]()``, JDAI-CV/image-captioning@d39126d losses/__init__.py:5-17) ->
+    those classes (torch's own left out, once proven empty)."""
     found: Dict[str, List[str]] = {}
+    registries = _registries(tree)
     for statement in tree.body:
         if not isinstance(statement, ast.FunctionDef):
             continue
@@ -227,10 +230,37 @@ def module_factories(tree: ast.Module, imports: Mapping[str, str]) -> Dict[str, 
         if not returned or None in returned:
             continue
         made = [value for given in returned for value in (bound.get(given.id, [None]) if isinstance(given, ast.Name) else [given])]
+        made = [made_one for value in made for made_one in _registered(value, registries)]
         classes: List[str] = []
         if all(value is not None and _empty_submodule(value, imports, classes) for value in made):
             found[statement.name] = sorted(set(classes))
     return found
+
+
+def _registries(tree: ast.Module) -> Dict[str, List[ast.expr]]:
+    """Module-level dicts bound once whose every value is a name: ``{'CrossEntropy': CrossEntropy}``."""
+    found: Dict[str, List[ast.expr]] = {}
+    bound: Dict[str, int] = {}
+    for statement in tree.body:
+        for name in _bound_otherwise(statement):  # ``registry["x"] = X`` adds to it: a second binding
+            bound[name] = bound.get(name, 0) + 1
+        if (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Dict) and statement.value.values
+            and all(isinstance(value, ast.Name) for value in statement.value.values)
+        ):
+            found[statement.targets[0].id] = list(statement.value.values)
+    return {name: values for name, values in found.items() if bound.get(name) == 1}
+
+
+def _registered(value: Optional[ast.expr], registries: Mapping[str, List[ast.expr]]) -> List[Optional[ast.expr]]:
+    """``registry[key]()`` as a call of each class the registry holds; any other value as it is."""
+    if (
+        isinstance(value, ast.Call) and not value.args and not value.keywords and isinstance(value.func, ast.Subscript)
+        and isinstance(value.func.value, ast.Name) and value.func.value.id in registries
+    ):
+        return [ast.Call(func=held, args=[], keywords=[]) for held in registries[value.func.value.id]]
+    return [value]
 
 
 def _bound_otherwise(statement: ast.stmt) -> List[str]:

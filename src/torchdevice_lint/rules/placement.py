@@ -16,7 +16,7 @@ from .support.common import (
 )
 from .support.examples import (
     ASKED_FOR_GPUS, ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
-    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER,
+    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER, REGISTRY_FACTORY,
     NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
@@ -59,7 +59,7 @@ class CudaMethodCall(Rule):
         Valid("import torch.nn as nn\nfrom timm.loss import SoftTargetCrossEntropy\nloss = nn.CrossEntropyLoss().cuda(args.gpu)\nsoft = SoftTargetCrossEntropy().cuda()\n"),
         # a project module keeping only numbers has nothing to move (its module chosen at run time)
         Valid(LOSS_USER, files={"models/pointnet.py": EMPTY_LOSS, "models/pointnet2.py": EMPTY_LOSS.replace("0.001", "1")}),
-        NCE_LOSSES, CRITERION_FACTORY,  # losses holding only losses or numbers, made directly or by a function
+        NCE_LOSSES, CRITERION_FACTORY, REGISTRY_FACTORY,  # losses holding only losses or numbers, made directly or by a function (or its registry)
         # a module's own function named `cuda`, the module name bound only in another function
         Valid("import kernels\n\ndef build():\n    kernels = load()\n\ndef run(x):\n    return kernels.cuda(x)\n"),
         # an opt-in flag (off by default) and a flag derived from availability are guards

@@ -43,6 +43,14 @@ CRITERION_FACTORY = Valid(
            "losses.py": "import torch.nn as nn\n\nclass SimCLRLoss(nn.Module):\n    def __init__(self, temperature):\n        super().__init__()\n"
            "        self.temperature = temperature\n"},
 )
+#: JDAI-CV/image-captioning@d39126d main.py:106, losses/__init__.py:5-17: a loss a registry's factory makes.
+REGISTRY_FACTORY = Valid(
+    "import losses\n\ncriterion = losses.create(cfg.LOSSES.XE_TYPE).cuda()\n",
+    files={"losses/__init__.py": "from losses.cross_entropy import CrossEntropy\n\n__factory = {\n    'CrossEntropy': CrossEntropy,\n}\n\n\n"
+           "def create(name):\n    if name not in __factory:\n        raise KeyError(name)\n    return __factory[name]()\n",
+           "losses/cross_entropy.py": "import torch.nn as nn\n\n\nclass CrossEntropy(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.criterion = nn.CrossEntropyLoss(ignore_index=-1)\n"},
+)
 #: thuml/Autoformer@51c7d41 run.py:82, exp/exp_basic.py:17-19: an option rebound to an availability check (or off: cure-lab/LTSF-Linear@0c11366 run_stat.py:49).
 REBOUND_USE_GPU = Valid(
     "import torch\n\ndef acquire(args):\n    if args.use_gpu:\n        return torch.device('cuda:{}'.format(args.gpu))\n",

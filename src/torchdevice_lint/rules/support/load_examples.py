@@ -352,3 +352,10 @@ def resumed_only_when_asked(keep_saved: str) -> Tuple[Valid, Invalid, Invalid]:
         Invalid(_RESUME.format(""), files={"README.md": "Resume: `python example.py --resume runs/last.pt`\n"}, fixed=_RESUME.format(f", map_location={keep_saved}")),
         Invalid(_RESUME.format(""), fixed=_RESUME.format(f", map_location={keep_saved}")),
     )
+
+
+#: G-U-N/PyCIL@87cc411 models/pa2s.py:70-71: a load switched off by membership in an empty list.
+SWITCHED_OFF_LOAD = Valid(
+    "import torch\n\n\nclass Learner:\n    def _train(self, path):\n        if self._cur_task in []:\n"
+    "            self._network.load_state_dict(torch.load(path)['model_state_dict'])\n"
+)
