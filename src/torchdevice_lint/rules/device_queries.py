@@ -11,7 +11,7 @@ arithmetic after them. So these rules read the value's own checks (``if torch.ve
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional
+from typing import Dict, FrozenSet, List, Optional, Set
 
 from ..engine.rule import Invalid, Rule, Valid
 from ..first_stage.facts import Facts
@@ -220,13 +220,24 @@ def count_divisions(facts: Facts) -> List[ast.AST]:
             divisions.append((node, node.value))
         elif kind is ast.Call and type(node.func) is ast.Name and node.func.id == "divmod" and len(node.args) == 2:
             divisions.append((node, node.args[1]))
-        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr) and id(node.value) in calls:
+        elif kind in (ast.Assign, ast.AnnAssign, ast.NamedExpr) and node.value is not None and _at_most_count(node.value, calls):
             targets = node.targets if kind is ast.Assign else [node.target]
             counted.update(ast_nodes.dotted_name(target) for target in targets)
     return [
         division for division, divisor in divisions
         if any(id(part) in calls or ast_nodes.dotted_name(part) in counted for part in ast_nodes.nodes_below(divisor))
     ]
+
+
+def _at_most_count(value: ast.expr, calls: Set[int]) -> bool:
+    """A device count call, or ``min()`` of one and other numbers (AbnerHqC/GaitSet@5535943
+    model/model.py:101 ``gpu_num = min(torch.cuda.device_count(), batch_size)``): 0 without a GPU."""
+    if id(value) in calls:
+        return True
+    return (
+        type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "min" and not value.keywords
+        and any(id(argument) in calls for argument in value.args)
+    )
 
 
 _MMCV_LAUNCHER = (
@@ -314,6 +325,10 @@ class DeviceCountDivisor(DeviceCounting, Rule):
         Invalid(
             "import torch\nper_gpu = batch_size // torch.cuda.device_count()\n",
             fixed="import torch\nper_gpu = batch_size // max(1, torch.cuda.device_count())\n",
+        ),
+        Invalid(  # AbnerHqC/GaitSet@5535943 model/model.py:101-102: at most the count, 0 without a GPU
+            "import math\nimport torch\nbatch_size = min(requested, 64)\ngpu_num = min(torch.cuda.device_count(), batch_size)\nbatch_per_gpu = math.ceil(batch_size / gpu_num)\n",
+            fixed="import math\nimport torch\nbatch_size = min(requested, 64)\ngpu_num = min(torch.cuda.device_count(), batch_size)\nbatch_per_gpu = math.ceil(batch_size / max(1, gpu_num))\n",
         ),
         # the SLURM branch of dino/detr/mae's init_distributed_mode, outside the set-up function
         Invalid(

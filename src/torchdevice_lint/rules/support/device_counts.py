@@ -63,8 +63,11 @@ class DeviceCounting:
         self._workers: Optional[FrozenSet[str]] = None
 
     def _counts(self, node: cst.BaseExpression) -> bool:
-        """A device count: the call, a name bound only to one, or a product with one."""
+        """A device count: the call, a name bound only to one, a product with one, or ``min()``
+        of one and other numbers (AbnerHqC/GaitSet@5535943 model/model.py:101), 0 without a GPU."""
         if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value == "min" and all(arg.keyword is None and not arg.star for arg in node.args):
+                return any(self._counts(arg.value) for arg in node.args)
             return self.ctx.qualname(node.func) in DEVICE_COUNTS
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
             return self._counts(node.left) or self._counts(node.right)
@@ -78,6 +81,7 @@ class DeviceCounting:
 
     def _counted_anywhere(self) -> FrozenSet[str]:
         if self._counted is None:
+            self._counted = frozenset()  # while it is read: ``min(n, ...)`` of a name asks again
             values = assigned_values(self.ctx.module, nested=True)
             self._counted = frozenset(
                 name for name, found in values.items() if any(isinstance(value, cst.Call) and self._counts(value) for value in found)
