@@ -321,6 +321,8 @@ def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
     (``ProjectFacts.parameterless_classes``)."""
     if isinstance(receiver, cst.Call):
         return _parameterless(ctx, receiver)
+    if isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
+        return _attribute_holds_nothing(ctx, receiver.attr.value)
     if not isinstance(receiver, cst.Name):
         return False
     name = receiver.value
@@ -330,6 +332,33 @@ def _holds_nothing_to_move(ctx, receiver: cst.BaseExpression) -> bool:
     made = [value for value in ctx.assigned_values(scope).get(name, ()) if not _moved_itself(value, name)]
     arms = [arm for value in made for arm in ((value.body, value.orelse) if isinstance(value, cst.IfExp) else (value,))]
     return bool(arms) and all(isinstance(arm, cst.Call) and _parameterless(ctx, arm) for arm in arms)
+
+
+#: Wrappers that hold the module they are given and nothing else.
+_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.DistributedDataParallel"})
+
+
+def _attribute_holds_nothing(ctx, attribute: str) -> bool:
+    """``self.<attribute>`` where every assignment in the class's methods makes a module that
+    holds nothing to move, maybe cast (``.float()``) or wrapped in ``DataParallel`` (AbnerHqC/
+    GaitSet@5535943 model/model.py:59-62: ``TripletLoss(...).float()``, then
+    ``nn.DataParallel(self.triplet_loss)``, then ``.cuda()``)."""
+    klass = next((scope for scope in reversed(ctx.scopes) if isinstance(scope, cst.ClassDef)), None)
+    if klass is None:
+        return False
+    name = f"self.{attribute}"
+    made = []
+    for method in klass.body.body:
+        if isinstance(method, cst.FunctionDef):
+            made.extend(ctx.assigned_values(method).get(name, ()))
+    for index, value in enumerate(made):
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in RETURNING_ITSELF:
+            value = value.func.value  # ``TripletLoss(...).float()``; ``self.loss.cuda()``
+        if isinstance(value, cst.Call) and ctx.qualname(value.func) in _DATA_PARALLEL and value.args:
+            value = value.args[0].value
+        made[index] = value
+    kept = [value for value in made if not (isinstance(value, cst.Attribute) and source_of(value) == name)]
+    return bool(kept) and all(isinstance(value, cst.Call) and _parameterless(ctx, value) for value in kept)
 
 
 def _own_method(ctx, receiver: cst.BaseExpression, method: str) -> bool:

@@ -308,3 +308,15 @@ EVAL_ON_IN_A_SCRIPT = Invalid(
     _EVAL_BRANCH, files={"scripts/train.sh": "python example.py --eval 0\n", "scripts/test.sh": "python example.py --eval 1\n"},
     fixed=_EVAL_BRANCH.replace("model.cuda()", "model.to(device)").replace("import torch\n", "import torch\n\n" + DEVICE, 1),
 )
+#: AbnerHqC/GaitSet@5535943 model/model.py:59-62, model/network/triplet.py:6-10: a loss that keeps
+#: only numbers, cast and wrapped in ``DataParallel`` on ``self``, then moved.
+_WRAPPED_LOSS = (
+    "import torch.nn as nn\nfrom network.triplet import TripletLoss\n\n\nclass Model:\n    def __init__(self, margin):\n"
+    "        self.triplet_loss = {}.float()\n        self.triplet_loss = nn.DataParallel(self.triplet_loss)\n        self.triplet_loss.cuda()\n"
+)
+_TRIPLET = {"network/triplet.py": "import torch.nn as nn\n\n\nclass TripletLoss(nn.Module):\n    def __init__(self, margin):\n        super().__init__()\n        self.margin = margin\n"}
+WRAPPED_EMPTY_LOSS = Valid(_WRAPPED_LOSS.format("TripletLoss(margin)"), files=_TRIPLET)
+WRAPPED_LAYER = Invalid(
+    _WRAPPED_LOSS.format("nn.Linear(margin, 1)"), files=_TRIPLET,
+    fixed=_WRAPPED_LOSS.format("nn.Linear(margin, 1)").replace("import torch.nn as nn\n", "import torch\nimport torch.nn as nn\n\n" + DEVICE, 1).replace("self.triplet_loss.cuda()", "self.triplet_loss.to(device)"),
+)
