@@ -164,7 +164,7 @@ class FileContext:
         self.distributed_depth = 0
         self._bindings: Dict[int, Set[str]] = {}
         #: id(scope) -> ``value_checks.assigned_values`` of it: rules ask per node, one walk each.
-        self._assigned: Dict[int, Dict[str, List[Optional[cst.BaseExpression]]]] = {}
+        self._assigned: Dict[Tuple[int, bool], Dict[str, List[Optional[cst.BaseExpression]]]] = {}
         self._module_assignments: Optional[Set[str]] = None
         #: (id(block), name) -> index of the first statement of the block binding the name.
         self._first_binding: Dict[Tuple[int, str], int] = {}
@@ -299,9 +299,9 @@ class FileContext:
             self._bindings[key] = collector.names
         return self._bindings[key]
 
-    def assigned_values(self, scope: cst.CSTNode) -> Dict[str, List[Optional[cst.BaseExpression]]]:
+    def assigned_values(self, scope: cst.CSTNode, nested: bool = False) -> Dict[str, List[Optional[cst.BaseExpression]]]:
         """``value_checks.assigned_values`` of ``scope`` (not to be changed: it is shared)."""
-        return _assigned_in(self._assigned, scope)
+        return _assigned_in(self._assigned, scope, nested)
 
     def bound_above(self, block: cst.CSTNode, name: str) -> bool:
         """Whether a statement of ``block`` (a Module or IndentedBlock) that comes before the one
@@ -378,9 +378,13 @@ class Analysis:
     derived: dict = field(default_factory=dict)
 
 
-def _assigned_in(cache: Dict[int, Dict[str, List[Optional[cst.BaseExpression]]]], scope: cst.CSTNode) -> Dict[str, List[Optional[cst.BaseExpression]]]:
-    """``value_checks.assigned_values`` of ``scope``, once per scope in ``cache``."""
-    found = cache.get(id(scope))
+def _assigned_in(
+    cache: Dict[Tuple[int, bool], Dict[str, List[Optional[cst.BaseExpression]]]], scope: cst.CSTNode, nested: bool = False,
+) -> Dict[str, List[Optional[cst.BaseExpression]]]:
+    """``value_checks.assigned_values`` of ``scope`` (``nested``: in its functions too), once
+    per scope in ``cache``."""
+    key = (id(scope), nested)
+    found = cache.get(key)
     if found is None:
-        found = cache[id(scope)] = value_checks.assigned_values(scope)
+        found = cache[key] = value_checks.assigned_values(scope, nested)
     return found

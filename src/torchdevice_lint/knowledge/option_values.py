@@ -24,7 +24,6 @@ from ..syntax.cst_lazy import cst
 from ..syntax.cst_nodes import parameter_names
 from .cst_guards import NEGATIVE, NEUTRAL, POSITIVE
 from .project_facts import ProjectFacts
-from .value_checks import assigned_values
 
 #: A value known at the defaults: ``(value, what decided it)``; None: unknown.
 Known = Optional[Tuple[object, int]]
@@ -33,8 +32,9 @@ Known = Optional[Tuple[object, int]]
 #: form whatever the values (membership in an empty literal).
 _LITERAL, _QUIET, _DEVICE, _ALWAYS = 0, 1, 2, 3
 
-#: ``value_checks.assigned_values`` of a scope (the file's context keeps one per scope).
-Assigned = Callable[[Union["cst.FunctionDef", "cst.Module"]], Dict[str, List[Optional["cst.BaseExpression"]]]]
+#: ``value_checks.assigned_values`` of a scope, in its functions too where asked (the file's
+#: context keeps one per scope).
+Assigned = Callable[[Union["cst.FunctionDef", "cst.Module"], bool], Dict[str, List[Optional["cst.BaseExpression"]]]]
 
 _OPERATORS = {
     "Equal": operators.eq, "NotEqual": operators.ne, "LessThan": operators.lt, "LessThanEqual": operators.le,
@@ -107,7 +107,6 @@ class OptionValues:
         self.module = module
         self.project = project
         self.assigned = assigned
-        self._all_assigned: Optional[Dict[str, List[Optional[cst.BaseExpression]]]] = None
 
     def sign(self, test: cst.BaseExpression, scope: Optional[cst.FunctionDef]) -> int:
         """NEGATIVE where ``test`` is true with the defaults and a device option off by default
@@ -187,18 +186,12 @@ class OptionValues:
             return None
         values = self.assigned(scope).get(name, ())
         if not values and isinstance(scope, cst.FunctionDef):  # a global the function reads (Transolver's ``eval = args.eval``)
-            if len(self._everywhere().get(name, ())) != 1:
+            if len(self.assigned(self.module, True).get(name, ())) != 1:  # one ``global`` rebinding is one more
                 return None
             scope, values = self.module, self.assigned(self.module).get(name, ())
         if len(values) != 1 or values[0] is None:
             return None
         return self._value(values[0], scope, depth - 1)
-
-    def _everywhere(self) -> Dict[str, List[Optional[cst.BaseExpression]]]:
-        """The module's assignments, in its functions too (one ``global`` rebinding is one more)."""
-        if self._all_assigned is None:
-            self._all_assigned = assigned_values(self.module, nested=True)
-        return self._all_assigned
 
     def _option(self, name: str, owner: cst.BaseExpression) -> Known:
         """The default of the device option ``name`` (or of the one it copies), when it means no

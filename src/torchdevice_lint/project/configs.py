@@ -144,13 +144,18 @@ class Launches:
         self.scopes: Set[Path] = {top} if everywhere else set()
         #: The scripts run plainly, by the folder their document speaks for.
         self.plain: Dict[Path, Set[str]] = {}
+        #: Whether a document runs one of the scripts or names a launcher: how the project runs
+        #: is written down (``PassedOptions``).
+        self.documented = False
 
-    def read(self, file: Path, data: Optional[bytes]) -> None:
-        """What one file (a document, a shell script, a module) says about launches."""
+    def read(self, file: Path, data: Optional[bytes], document: bool = False) -> None:
+        """What one file (a module; ``document``: a README or a shell script) says about launches."""
         if data is None:
             return
-        launches = self.top not in self.scopes and names_launcher(data)
+        named = (document or self.top not in self.scopes) and names_launcher(data)
+        launches = named and self.top not in self.scopes
         runs = plain_runs(data)
+        self.documented = self.documented or (document and bool(named or runs))
         if not (launches or runs):
             return
         folder = Path(os.path.abspath(file.parent))
@@ -256,6 +261,7 @@ def _same(value: Optional[str], default: object) -> bool:
     if value is None:
         return False
     try:
-        return ast.literal_eval(value) == default and type(ast.literal_eval(value)) is type(default)
+        given = ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return isinstance(default, str) and value == default
+    return type(given) is type(default) and given == default

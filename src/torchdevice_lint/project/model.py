@@ -19,7 +19,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from ..knowledge.project_facts import ProjectFacts
 from .calls import AVAILABILITY_PASSED, OWN, CallFacts, default_calls, package_names
-from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, PassedOptions, config_defaults, config_key, names_launcher, plain_runs
+from .configs import CONFIG_SUFFIXES, MAX_CONFIG_BYTES, MAX_CONFIGS, TEXT_SUFFIXES, Launches, PassedOptions, config_defaults, config_key
 from .context import cuda_context_spans
 from .reached import MAX_TEXT_BYTES, MAX_TEXTS, TextWords, after_failure_spans, commented_calls, failing_scripts, package_like, unreached_spans
 from .facts import ModuleFacts, module_facts
@@ -111,7 +111,6 @@ class Project:
         )
         #: What the project's documents, scripts and configs pass its options (``configs.PassedOptions``).
         self.passed = PassedOptions()
-        self._documented = False
         self._texts_passed = False
         #: By module, the names its comments call (``reached.commented_calls``).
         self._commented: Dict[str, Set[str]] = {}
@@ -127,10 +126,8 @@ class Project:
         for file in docs if docs_read else ():
             data = regular_file_bytes(file, MAX_CONFIG_BYTES)
             self.doc_hashes[str(file)] = hashlib.sha256(data).hexdigest() if data is not None else None
-            self.launches.read(file, data)
+            self.launches.read(file, data, document=True)
             self.passed.read(file.name, data)
-            #: Whether a document says how the project runs: its options' defaults are then its run's.
-            self._documented = self._documented or (data is not None and (bool(plain_runs(data)) or names_launcher(data)))
         self.digest = project_digest(str(root), {**self.hashes, **self.config_hashes, **self.doc_hashes})
         self._stored_prints = prints.prints_of(self.digest) if prints is not None else {}
         #: The checkpoint files the combined facts looked for (``shipped.candidate_paths``).
@@ -242,7 +239,7 @@ class Project:
 
     def _quiet(self, options: Mapping[str, object]) -> frozenset:
         """``PassedOptions.quiet``, where the project documents its runs and its texts are all read."""
-        if not (self._documented and len(self.texts) <= MAX_TEXTS):
+        if not (self.launches.documented and len(self.texts) <= MAX_TEXTS):
             return frozenset()
         if not self._texts_passed:
             self._texts_passed = True

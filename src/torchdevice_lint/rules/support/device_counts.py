@@ -10,7 +10,7 @@ from typing import Dict, FrozenSet, Optional
 from ...engine.rule import Rule
 from ...knowledge import cst_distributed as distributed_code
 from ...knowledge.cst_guards import NEGATIVE, NEUTRAL, POSITIVE, spawned_per_gpu
-from ...knowledge.value_checks import assigned_values, combined
+from ...knowledge.value_checks import combined
 from ...syntax.cst_lazy import cst
 from ...syntax.cst_nodes import dotted_name
 
@@ -82,7 +82,7 @@ class DeviceCounting:
     def _counted_anywhere(self) -> FrozenSet[str]:
         if self._counted is None:
             self._counted = frozenset()  # while it is read: ``min(n, ...)`` of a name asks again
-            values = assigned_values(self.ctx.module, nested=True)
+            values = self.ctx.assigned_values(self.ctx.module, nested=True)
             self._counted = frozenset(
                 name for name, found in values.items() if any(isinstance(value, cst.Call) and self._counts(value) for value in found)
             )
