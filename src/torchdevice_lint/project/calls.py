@@ -75,7 +75,7 @@ class ModuleCalls:
     #: called unseen.
     escaped: List[str] = field(default_factory=list)
     #: Top-level functions and classes, and methods (``Class.method``) ->
-    #: ``[first line, last line, decorated (a decorator may call it unseen: @register), first
+    #: ``[first line, last line, decorated (a decorator may call it unseen: @register; COMMAND), first
     #: line of the body, FUNCTION, PLAIN_CLASS, MODULE_CLASS or BASED_CLASS (a framework may call
     #: the methods of a class with other bases unseen)]``.
     definitions: Dict[str, list] = field(default_factory=dict)
@@ -119,6 +119,11 @@ ENUMERATING = frozenset({"import_module", "__import__", "globals", "__subclasses
 #: The kinds of definition the last item of a ``ModuleCalls.definitions`` entry holds.
 #: ``MODULE_CLASS``: bases that are all ``nn.Module``, which calls only its own hooks by name.
 FUNCTION, PLAIN_CLASS, BASED_CLASS, MODULE_CLASS = 0, 1, 2, 3
+#: The "decorated" item of a ``ModuleCalls.definitions`` entry whose decorators only register a
+#: command line's command (Sacred's ``@ex.command``): true, as for any decorator (its parameters
+#: take a config's values unseen), but it runs only where called or named (kkoutini/PaSST@2a5c818
+#: ex_audioset.py:364 ``model_speed_test``, which no README command runs).
+COMMAND = "command"
 
 
 #: What ``_passed`` names ``torch.cuda.is_available()`` by: a flag false wherever CUDA is missing

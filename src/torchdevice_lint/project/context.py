@@ -24,7 +24,7 @@ from ..knowledge import ast_guards
 from ..knowledge import cst_guards as guards
 from ..knowledge.cst_distributed import PROCESS_COUNTS
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
-from .calls import BASED_CLASS, FUNCTION, MODULE_CLASS, OWN, PLAIN_CLASS, ModuleCalls
+from .calls import BASED_CLASS, COMMAND, FUNCTION, MODULE_CLASS, OWN, PLAIN_CLASS, ModuleCalls
 
 Span = Tuple[int, int]
 #: A definition of the project: (module path, ``f`` / ``Class`` / ``Class.method``).
@@ -213,24 +213,44 @@ def _proves_cuda(test: ast.expr, devices: Set[str]) -> bool:
 def definitions(tree: ast.Module) -> Dict[str, list]:
     """``ModuleCalls.definitions``: top-level functions and classes, and the methods of those."""
     found: Dict[str, list] = {}
+    experiments = _experiments(tree)
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found[statement.name] = _definition(statement)
+            found[statement.name] = _definition(statement, experiments)
             if isinstance(statement, ast.ClassDef):
                 for inner in statement.body:
                     if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        found[f"{statement.name}.{inner.name}"] = _definition(inner)
+                        found[f"{statement.name}.{inner.name}"] = _definition(inner, frozenset())
     return found
 
 
-def _definition(node: ast.AST) -> list:
+def _definition(node: ast.AST, experiments: frozenset) -> list:
     """``ModuleCalls.definitions``'s entry of a function or class."""
-    first = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+    decorators = node.decorator_list
+    first = min([node.lineno, *(decorator.lineno for decorator in decorators)])
     kind = FUNCTION
     if type(node) is ast.ClassDef:
         bases = [base for base in node.bases if not (type(base) is ast.Name and base.id == "object")]
         kind = PLAIN_CLASS if not bases else MODULE_CLASS if all(last_name(base) == "Module" for base in bases) else BASED_CLASS
-    return [first, node.end_lineno or node.lineno, bool(node.decorator_list), node.body[0].lineno, kind]
+    decorated = COMMAND if decorators and all(_registers_command(d, experiments) for d in decorators) else bool(decorators)
+    return [first, node.end_lineno or node.lineno, decorated, node.body[0].lineno, kind]
+
+
+def _experiments(tree: ast.Module) -> frozenset:
+    """The module-level names bound to a Sacred ``Experiment(...)``."""
+    return frozenset(
+        target.id for statement in tree.body if type(statement) is ast.Assign and type(statement.value) is ast.Call
+        and last_name(statement.value.func) == "Experiment" for target in statement.targets if type(target) is ast.Name
+    )
+
+
+def _registers_command(decorator: ast.expr, experiments: frozenset) -> bool:
+    """``@ex.command`` (or ``@ex.command(unobserved=True)``) of a Sacred experiment: the function
+    runs where code calls it or where the command line names it, as no other decorator tells."""
+    if type(decorator) is ast.Call:
+        decorator = decorator.func
+    return (type(decorator) is ast.Attribute and decorator.attr == "command"
+            and type(decorator.value) is ast.Name and decorator.value.id in experiments)
 
 
 def cuda_context_spans(modules: Mapping[str, ModuleCalls]) -> Dict[str, Tuple[Span, ...]]:

@@ -7,7 +7,8 @@ code calls (LTH14/mar@fe470ac diffusion/gaussian_diffusion.py:624 ``ddim_sample_
 ``ddim_sample_loop_progressive``). Module-level code runs (a script, or a module's import), and
 so does every definition a call from running code may reach, to a fixed point. Conservative:
 a definition named anywhere other than by a call (a callback, a registry, a string, a re-export,
-a word of the project's docs, configs or notebooks), a decorated one, a dunder, and the methods
+a word of the project's docs, configs or notebooks), a decorated one (but a command line's
+command, which runs only where named: Sacred's ``@ex.command``), a dunder, and the methods
 of a class with bases (a framework may call them: ``forward``, ``training_step``) all run.
 A project that is a package others install keeps its definitions: its users call them.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
 
 from ..knowledge.script_options import AFTER_FAILURE
-from .calls import ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
+from .calls import COMMAND, ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
 from .facts import ModuleFacts
 from .stored import WORD, regular_file_bytes
 
@@ -51,7 +52,7 @@ def unreached_spans(
     for calls in modules.values():
         mentioned.update(calls.mentions)  # a name used as a value (``calls.escaped``) among them
     defined = {name.rpartition(".")[2] for calls in modules.values() for name in calls.definitions}
-    scripts = {path for path, calls in modules.items() if _runs_definitions(calls, defined)}
+    scripts = {path for path, calls in modules.items() if _runs_definitions(calls, defined) or _has_commands(calls)}
     running = scripts | {path for path in modules if stems[path] in imported}
     candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
     if not candidates:
@@ -155,7 +156,7 @@ def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[
         definitions = calls.definitions
         for name, (_first, _last, decorated, _body, kind) in definitions.items():
             owner, dot, own = name.rpartition(".")
-            if decorated or own in mentioned or (own.startswith("__") and own.endswith("__")):
+            if (decorated and decorated != COMMAND) or own in mentioned or (own.startswith("__") and own.endswith("__")):
                 continue
             if tests and name.partition(".")[0].lower().startswith(_RUNNER_CALLED):
                 continue  # a test runner calls it
@@ -174,6 +175,12 @@ def _runs_definitions(calls: ModuleCalls, defined: Set[str]) -> bool:
     return any(
         key.partition("@")[0] in defined and any(not record.caller for record in records) for key, records in calls.sites.items()
     )
+
+
+def _has_commands(calls: ModuleCalls) -> bool:
+    """Whether the module registers a command line's commands (a Sacred experiment's file: the
+    command line runs it)."""
+    return any(definition[2] == COMMAND for definition in calls.definitions.values())
 
 
 #: What a test runner calls in a module of tests, by the start of its name: ``test_*`` functions,

@@ -16,7 +16,7 @@ from .support.common import (
 )
 from .support.examples import (
     ASKED_FOR_GPUS, ATTRS_LAYER_NORM, AVAILABILITY_ATTRIBUTE_PASSED, AVAILABILITY_NAME_PASSED, CALLED_HELPER, CLAMPED_GPU_COUNTS, CONSTANT_FLAG_ON, CONSTANT_FLAGS_OFF,
-    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER, REGISTRY_FACTORY, WRAPPED_EMPTY_LOSS, WRAPPED_LAYER,
+    CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER, REGISTRY_FACTORY, SACRED_COMMAND_NAMED, SACRED_COMMAND_UNNAMED, WRAPPED_EMPTY_LOSS, WRAPPED_LAYER,
     NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
 from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
@@ -67,6 +67,7 @@ class CudaMethodCall(Rule):
               "args.cuda = not args.no_cuda and torch.cuda.is_available()\nif args.cuda:\n    model.cuda()\n"),
         *CONSTANT_FLAGS_OFF,  # a name or attribute set to False, or to True only where CUDA is there
         *DEAD_HELPERS,  # nested helpers nothing names
+        SACRED_COMMAND_UNNAMED,  # a Sacred command no document runs
         # only runs in a multi-process run, whose backend (TDV303) is the hazard
         Valid("import torch\n\ndef all_reduce_mean(x):\n    if get_world_size() > 1:\n        x = torch.tensor(x).cuda()\n    return x\n"),
         # only a tensor already on CUDA takes these branches (TDV202 reports `isinstance`; `type(x) is`: Shen-Lab/GraphCL@b4d7501 graph_embedding.py:104)
@@ -321,7 +322,7 @@ class HardcodedCudaDevice(Rule):
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
         Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(ATTRS_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
-        ASKED_FOR_GPUS[1], EVAL_ON_IN_A_SCRIPT, WRAPPED_LAYER,  # one arm of a device option's choice: "cuda" only where the user names GPUs; a script passes `--eval 1`; a layer on `self`
+        ASKED_FOR_GPUS[1], EVAL_ON_IN_A_SCRIPT, WRAPPED_LAYER, SACRED_COMMAND_NAMED,  # a Sacred command the README runs; one arm of a device option's choice: "cuda" only where the user names GPUs; a script passes `--eval 1`; a layer on `self`
         REBOUND_USE_GPU,  # the option is rebound to an availability check in another module
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),

@@ -157,6 +157,17 @@ SCRIPT_RUN_BY_README = Valid(
     "if __name__ == '__main__':\n    Test().save()\n",
     files={"README.md": "Evaluate with `python example.py`.\n"},
 )
+#: kkoutini/PaSST@2a5c818 ex_audioset.py:364: a Sacred experiment's command runs only where the
+#: command line names it; silent where no document does, reported where the README runs it.
+_SACRED = (
+    "import torch\nfrom sacred import Experiment\n\nex = Experiment('audio')\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n\n\n"
+    "@ex.command\ndef speed_test():\n    return build().cuda()\n\n\n@ex.automain\ndef main():\n    return build()\n"
+)
+SACRED_COMMAND_UNNAMED = Valid(_SACRED, files={"README.md": "Train with `python example.py with lr=0.1`.\n"})
+SACRED_COMMAND_NAMED = Invalid(
+    _SACRED, files={"README.md": "Time it with `python example.py speed_test`.\n"},
+    fixed=_SACRED.replace("build().cuda()", "build().to(device)").replace("from sacred import Experiment\n", "from sacred import Experiment\n\n" + DEVICE, 1),
+)
 #: A kernel's class built only where a flag rebound with an availability test holds
 #: (hendrycks/outlier-exposure@e6ede98 NLP_language_modeling/torchqrnn/forget_mult.py:95-117,175-179);
 #: ``{}``: the flag's rebinding.
