@@ -173,7 +173,7 @@ def _passed(argument: ast.expr, availability: FrozenSet[str]) -> Optional[str]:
 
 def read_call(
     call: ast.Call, facts: ModuleCalls, known: Dict[str, str], caller: str, guarded: bool, receivers: Dict[str, tuple],
-    availability: FrozenSet[str] = frozenset(), modules: Optional[FrozenSet[str]] = None,
+    availability: FrozenSet[str] = frozenset(), modules: Optional[FrozenSet[str]] = None, values: FrozenSet[str] = frozenset(),
 ) -> None:
     """The one reading of a call: its record under its callee, and the names it passes as values
     (``availability``: the module-level names bound only to ``torch.cuda.is_available()``, for a
@@ -199,7 +199,7 @@ def read_call(
         base = function.value if type(function) is ast.Attribute else None
         record = CallFacts(
             -1 if starred else len(args), tuple(sorted(set(named))), unpacked, passed_flags(call, availability if not caller else frozenset()),
-            _receivers(base, receivers), caller, guarded, _of_value(base, receivers, modules),
+            _receivers(base, receivers), caller, guarded, _of_value(base, receivers, modules, values),
         )
         seen = facts.sites.get(name)
         if seen is None:
@@ -222,9 +222,11 @@ def _receivers(base: Optional[ast.expr], receivers: Dict[str, tuple]) -> tuple:
     return receivers.get(base.id, (base.id,) if base.id[:1].isupper() else ())
 
 
-def _of_value(base: Optional[ast.expr], receivers: Dict[str, tuple], modules: Optional[FrozenSet[str]]) -> bool:
+def _of_value(base: Optional[ast.expr], receivers: Dict[str, tuple], modules: Optional[FrozenSet[str]], values: FrozenSet[str] = frozenset()) -> bool:
     """Whether a method call's receiver is an instance: its dotted root is ``self`` or ``cls``, a
-    name bound only to constructions of classes (no import binds it), a construction itself
+    name bound only to constructions of classes (no import binds it), a parameter no import or
+    alias binds (``values``: ``scores.argmax(dim=1)`` calls no project function ``argmax``,
+    Shen-Lab/GraphCL@b4d7501 semisupervised_MNIST_CIFAR10/finetuning/train/metrics.py:16), a construction itself
     (``Task(...).run()``) or what a method returns (``ffmpeg.input(f).output("-").run()``). A
     subscript, a function's result or any other name may hold a module (``model_dict[name]
     .Model(args)``: MAZiqing/FEDformer@c0f6b97 exp/exp_main.py:29)."""
@@ -233,7 +235,7 @@ def _of_value(base: Optional[ast.expr], receivers: Dict[str, tuple], modules: Op
     while type(base) is ast.Attribute:
         base = base.value
     if type(base) is ast.Name:
-        return base.id in ("self", "cls") or (base.id in receivers and base.id not in modules)
+        return base.id in ("self", "cls") or base.id in values or (base.id in receivers and base.id not in modules)
     return type(base) is ast.Call and (type(base.func) is ast.Attribute or (last_name(base.func) or "")[:1].isupper())
 
 

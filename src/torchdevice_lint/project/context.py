@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Dict, List, Mapping, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 from ..inference.vocabulary import RETURNING_ITSELF
 from ..knowledge import ast_guards
@@ -45,6 +45,8 @@ class ContextReader:
         #: Name -> the classes its ``=`` bindings construct (None: bound to something else too).
         self._instances: Dict[str, Optional[Set[str]]] = {}
         self._parameters: Set[str] = set()
+        #: Names some ``=`` binds to another name or attribute: each may alias a module.
+        self._aliases: Set[str] = set()
         self._spawns: List[ast.Call] = []
         #: What follows ``if not torch.cuda.is_available(): return`` in a function's body: its
         #: calls run only with CUDA.
@@ -57,6 +59,8 @@ class ContextReader:
         if type(target) is not ast.Name:
             return
         name = target.id
+        if type(value) in (ast.Name, ast.Attribute):
+            self._aliases.add(name)
         self._device_tests[name] = self._device_tests.get(name, True) and _tests_device(value)
         while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in RETURNING_ITSELF:
             value = value.func.value  # ``FlowGenerator(...).cuda()`` is the instance built
@@ -105,6 +109,11 @@ class ContextReader:
             name: tuple(sorted(classes)) for name, classes in self._instances.items()
             if classes and name not in self._parameters
         }
+
+    def parameter_values(self, modules: FrozenSet[str]) -> FrozenSet[str]:
+        """The parameters' names that no import (``modules``) or alias binds: each holds a value
+        its caller passed, hardly ever a module."""
+        return frozenset(self._parameters - self._aliases - modules - {"self", "cls"})
 
     def workers(self, tree: ast.Module) -> List[str]:
         """The functions ``spawn(worker, nprocs=n)`` starts, where ``n`` counts the GPUs or the

@@ -240,12 +240,13 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     coverage, receivers = context.coverage(), context.receivers()
     availability = availability_names(tree)
     by_value = None if {"import_module", "__import__"} & mentions else frozenset(modules)
+    values = context.parameter_values(by_value) if by_value is not None else frozenset()
     if any(last_name(node.func) == "ArgumentParser" for node, _ in found):
         facts.failing = failing_statements(tree)
     for node, caller in found:
         if not caller and facts.failing:
             caller = after_failure(node.lineno, facts.failing)
-        read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value)
+        read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value, values)
     facts.stored_attributes = sorted(stored)
     facts.passed_flags = sorted(passed)
     calls.definitions = definitions(tree)

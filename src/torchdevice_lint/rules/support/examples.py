@@ -120,8 +120,15 @@ _SAMPLER = (
     "import torch\n\n\nclass Diffusion:\n    def sample(self, n):\n        return torch.randn(n)\n\n"
     "    def ddim_sample(self, n):\n        return self.ddim_loop(n)\n\n    def ddim_loop(self, n):\n        return torch.randn(n).cuda()\n"
 )
+#: A method of a parameter calls no function of the project's (Shen-Lab/GraphCL@b4d7501
+#: adversarialRobustness_Component/code/common/test.py:68, train/metrics.py:16 ``scores.argmax()``).
+_METRICS = (
+    "import torch\n\n\ndef argmax(x):\n    return x.cuda().argmax()\n\n\ndef accuracy(scores, labels):\n"
+    "    return (scores.argmax(dim=1) == labels).float().mean()\n\n\nprint(accuracy(torch.ones(2, 3), torch.zeros(2)))\n"
+)
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
+    Valid(_METRICS),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
     Valid(_SAMPLER, files={"sample.py": "from example import Diffusion\nprint(Diffusion().sample(4))\n"}),
 )
