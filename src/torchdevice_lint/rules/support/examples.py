@@ -128,7 +128,7 @@ _METRICS = (
 )
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
-    Valid(_METRICS),
+    Valid(_METRICS, files={"README.md": "Evaluate with `python example.py`.\n"}),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
     Valid(_SAMPLER, files={"sample.py": "from example import Diffusion\nprint(Diffusion().sample(4))\n"}),
 )
