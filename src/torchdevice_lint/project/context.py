@@ -241,8 +241,21 @@ def _definition(node: ast.AST, experiments: frozenset) -> list:
     if type(node) is ast.ClassDef:
         bases = [base for base in node.bases if not (type(base) is ast.Name and base.id == "object")]
         kind = PLAIN_CLASS if not bases else MODULE_CLASS if all(last_name(base) == "Module" for base in bases) else BASED_CLASS
-    decorated = COMMAND if decorators and all(_registers_command(d, experiments) for d in decorators) else bool(decorators)
+    wrapping = [decorator for decorator in decorators if not _passes_calls_through(decorator)]
+    decorated = COMMAND if wrapping and all(_registers_command(d, experiments) for d in wrapping) else bool(wrapping)
     return [first, node.end_lineno or node.lineno, decorated, node.body[0].lineno, kind]
+
+
+#: Decorators that wrap a function and register it nowhere: it runs where it is called by name
+#: (agrimgupta92/sgan@691231e sgan/utils.py:49 ``@contextmanager def timeit``, which nothing calls).
+CALLS_PASS_THROUGH = frozenset({
+    "contextmanager", "asynccontextmanager", "lru_cache", "cache", "no_grad", "inference_mode", "enable_grad",
+    "staticmethod", "classmethod", "abstractmethod",
+})
+
+
+def _passes_calls_through(decorator: ast.expr) -> bool:
+    return last_name(decorator.func if type(decorator) is ast.Call else decorator) in CALLS_PASS_THROUGH
 
 
 def _experiments(tree: ast.Module) -> frozenset:

@@ -129,6 +129,8 @@ _METRICS = (
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
     Valid(_METRICS, files={"README.md": "Evaluate with `python example.py`.\n"}),
+    # a decorator that only wraps (``@contextmanager``, ``@torch.no_grad()``) registers nothing
+    Valid(_METRICS.replace("\ndef argmax", "\n@torch.no_grad()\ndef argmax"), files={"README.md": "Evaluate with `python example.py`.\n"}),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
     Valid(_SAMPLER, files={"sample.py": "from example import Diffusion\nprint(Diffusion().sample(4))\n"}),
 )
