@@ -145,8 +145,9 @@ def failing_scripts(facts: Mapping[str, ModuleFacts]) -> Dict[str, int]:
 def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[Definition]:
     """The functions, classes and methods of classes without bases that may be unreached: not
     decorated, not named other than by a call, not a dunder, not in a module of tests (a test
-    runner calls them). Classes are not where a module lists a namespace's names (a registry
-    may find them by what they are: ``ENUMERATING``), and a class's methods are not where it
+    runner calls them). Classes with bases are not where a module lists a namespace's names (a
+    registry may find them by what they are: ``ENUMERATING``; a class without bases it would not
+    tell from any other: botaoye/OSTrack@33b5e12 lib/test/tracker/data_utils.py:20), and a class's methods are not where it
     has bases other than ``nn.Module`` (its framework may call them: ``training_step``), nor
     the hooks ``nn.Module`` calls (``forward``)."""
     enumerating = not ENUMERATING.isdisjoint(mentioned)
@@ -160,8 +161,8 @@ def _candidates(modules: Mapping[str, ModuleCalls], mentioned: Set[str]) -> Set[
                 continue
             if tests and name.partition(".")[0].lower().startswith(_RUNNER_CALLED):
                 continue  # a test runner calls it
-            if kind != FUNCTION and enumerating:
-                continue
+            if kind not in (FUNCTION, PLAIN_CLASS) and enumerating:
+                continue  # what a namespace's listing looks for is a subclass of some base
             if dot and (owner not in definitions or definitions[owner][2] or not (
                 definitions[owner][4] == PLAIN_CLASS or (definitions[owner][4] == MODULE_CLASS and own not in MODULE_HOOKS)
             )):

@@ -129,6 +129,15 @@ _METRICS = (
 DEAD_HELPERS = (
     Valid("import torch\n\ndef train(vecs):\n" + _HELPER + "    return vecs\n"),
     Valid(_METRICS, files={"README.md": "Evaluate with `python example.py`.\n"}),
+    # a class without bases is no subclass a listing of modules looks for (botaoye/OSTrack@33b5e12)
+    Valid(
+        "import importlib\n\n\nclass Preprocessor:\n    def process(self, x):\n        return x\n\n\n"
+        "class PreprocessorX:\n    def process(self, x):\n        return x.cuda()\n\n\n"
+        "class Tracker:\n    def __init__(self, name):\n        self.params = importlib.import_module('parameters.' + name)\n"
+        "        self.preprocessor = Preprocessor()\n\n    def track(self, x):\n        return self.preprocessor.process(x)\n\n\n"
+        "print(Tracker('ostrack').track(1))\n",
+        files={"README.md": "Track with `python example.py`.\n"},
+    ),
     # a decorator that only wraps (``@contextmanager``, ``@torch.no_grad()``) registers nothing
     Valid(_METRICS.replace("\ndef argmax", "\n@torch.no_grad()\ndef argmax"), files={"README.md": "Evaluate with `python example.py`.\n"}),
     Valid("import torch\n\nif __name__ == '__main__':\n" + _HELPER + "    print(1)\n"),
