@@ -176,8 +176,8 @@ class FileContext:
         self.parameter_guards = ParameterGuards(module, project, os.path.splitext(os.path.basename(path))[0])
         # the shared cache, not a bound method: the context holding it through a method of its
         # own would be a cycle keeping every tree alive until the cyclic collector
-        if settings.check_unreached and project.quiet_options:  # code off the documented run is checked too
-            project = replace(project, quiet_options=frozenset())
+        if settings.check_unreached and (project.quiet_options or project.quiet_keys):  # code off the documented run is checked too
+            project = replace(project, quiet_options=frozenset(), quiet_keys=frozenset())
         self.option_values = OptionValues(module, project, partial(_assigned_in, self._assigned))
         #: The device inference (CPython's tree), shared by the rules that read it.
         self.inference: Optional["FileInference"] = None

@@ -172,3 +172,27 @@ class Coverage:
         position = (node.lineno, node.col_offset)
         index = bisect_right(self.starts, position) - 1
         return index >= 0 and self.reach[index] > position
+
+
+_OPERATORS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
+
+
+def option_test(test: ast.expr) -> Optional[list]:
+    """``[option, len taken, operator, integer]`` for ``len(self.opt.gpu_ids) > 0``,
+    ``opt.gpu >= 0`` or a bare ``self.args.cuda``; None for anything else."""
+    operator = operand = None
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        operator = _OPERATORS.get(type(test.ops[0]))
+        comparator = test.comparators[0]
+        if isinstance(comparator, ast.UnaryOp) and isinstance(comparator.op, ast.USub):
+            comparator = comparator.operand
+            sign = -1
+        else:
+            sign = 1
+        if operator is None or not isinstance(comparator, ast.Constant) or type(comparator.value) is not int:
+            return None
+        operand, test = sign * comparator.value, test.left
+    measured = isinstance(test, ast.Call) and last_name(test.func) == "len" and len(test.args) == 1
+    if measured:
+        test = test.args[0]
+    return [test.attr, measured, operator, operand] if isinstance(test, ast.Attribute) else None

@@ -42,7 +42,7 @@ _CST_OPERATORS = {
 
 def option_test(node: cst.BaseExpression) -> Optional[list]:
     """``[option, len taken, operator, integer]`` for ``len(opt.gpu_ids) > 0``, ``args.gpu >= 0``,
-    ``args.cuda > 0`` or a bare ``opt.cuda`` (as ``project.facts.option_test`` reads ``ast``)."""
+    ``args.cuda > 0`` or a bare ``opt.cuda`` (as ``ast_guards.option_test`` reads ``ast``)."""
     operator = operand = None
     if isinstance(node, cst.Comparison):
         if len(node.comparisons) != 1:

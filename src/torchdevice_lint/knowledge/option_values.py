@@ -115,7 +115,7 @@ class OptionValues:
         Code/Train_LapIRN_diff.py:101-102: the branch never runs), POSITIVE where it is false
         (also where an option nothing documented turns on decides it: ``if args.resume:``),
         NEUTRAL otherwise. ``scope``: the enclosing function (None: module level)."""
-        if not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation, cst.Attribute, cst.UnaryOperation)):
+        if not isinstance(test, (cst.Comparison, cst.Name, cst.BooleanOperation, cst.Attribute, cst.UnaryOperation, cst.Call)):
             return NEUTRAL
         known = self._value(test, scope if scope is not None else self.module, _DEPTH)
         if known is None or not (known[1] or _switched(test)):
@@ -134,6 +134,8 @@ class OptionValues:
             return self._name(node.value, scope, depth)
         if isinstance(node, cst.Attribute):
             return self._option(node.attr.value, node.value)
+        if isinstance(node, cst.Call):
+            return self._key_read(node)
         if isinstance(node, cst.IfExp):
             test = self._value(node.test, scope, depth)
             if test is None:
@@ -151,6 +153,8 @@ class OptionValues:
         comparator = node.comparisons[0].comparator
         if operator in ("In", "NotIn") and isinstance(comparator, (cst.List, cst.Tuple, cst.Set, cst.Dict)) and not comparator.elements:
             return operator == "NotIn", _ALWAYS  # ``if self._cur_task in []:``, code switched off (G-U-N/PyCIL@87cc411 models/pa2s.py:70)
+        if operator in ("In", "NotIn") and isinstance(comparator, (cst.Name, cst.Attribute)) and self._quiet_key(node.left):
+            return operator == "NotIn", _QUIET  # ``"base_weight" in self.args``, a key nothing sets
         compare = _OPERATORS.get(operator)
         left = self._value(node.left, scope, depth)
         right = self._value(node.comparisons[0].comparator, scope, depth) if left is not None else None
@@ -192,6 +196,18 @@ class OptionValues:
         if len(values) != 1 or values[0] is None:
             return None
         return self._value(values[0], scope, depth - 1)
+
+    def _key_read(self, call: cst.Call) -> Known:
+        """``config.get("load")`` (or with an off default) of a key nothing sets: its default."""
+        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "get" and 1 <= len(call.args) <= 2):
+            return None
+        if any(argument.keyword is not None or argument.star for argument in call.args) or not self._quiet_key(call.args[0].value):
+            return None
+        default = self._literal(call.args[1].value) if len(call.args) == 2 else (None, _LITERAL)
+        return None if default is None else (default[0], _QUIET)
+
+    def _quiet_key(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.SimpleString) and node.evaluated_value in self.project.quiet_keys
 
     def _option(self, name: str, owner: cst.BaseExpression) -> Known:
         """The default of the device option ``name`` (or of the one it copies), when it means no

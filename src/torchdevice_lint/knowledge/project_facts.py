@@ -96,6 +96,9 @@ class ProjectFacts:
     #: Options off by default that nothing documented turns on (``project/configs.py``'s
     #: ``PassedOptions``: ``--eval 0`` wherever a script passes it): a test of one reads as its default.
     quiet_options: FrozenSet[str] = frozenset()
+    #: Keys read from a mapping off by default that nothing sets (``knowledge/config_keys.py``):
+    #: ``config.get("load")`` reads as None.
+    quiet_keys: FrozenSet[str] = frozenset()
 
 
     @cached_property
@@ -106,7 +109,7 @@ class ProjectFacts:
             self.cuda_kernels, self.default_calls, sorted(self.escaped), self.shipped_files, self.imported,
             self.imported_devices, self.arguments, self.context_spans, self.unreached_spans, calls_digest(self.parameter_calls), self.parameterless_classes, self.never_mps, self.unlaunched,
             sorted(self.rebound_options), sorted(self.availability_options),
-            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu, self.every_save_on_cpu, sorted(self.quiet_options),
+            {name: sorted(saved) for name, saved in self.saving_classes.items()}, self.weights_saved_on_cpu, self.every_save_on_cpu, sorted(self.quiet_options), sorted(self.quiet_keys),
         ]
         if not any(parts):
             return ""

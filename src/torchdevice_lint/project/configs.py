@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Set
 
 from ..knowledge.option_values import LAUNCHER_OPTIONS, about_devices
+from ..syntax.ast_nodes import last_name
 
 #: What a config file is named.
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -249,6 +250,16 @@ class PassedOptions:
         )
 
 
+    def quiet_keys(self, keys: Set[str], options: Mapping[str, object]) -> frozenset:
+        """The keys (of ``keys``: read off by default, set by no module) that no text sets or
+        passes as a flag, nor names as an option of a parser (``quiet`` decides those)."""
+        return frozenset(
+            key for key in keys
+            if key not in self.named and key not in self.values and key not in options
+            and not about_devices(key) and key not in LAUNCHER_OPTIONS
+        )
+
+
 def _off(default: object) -> bool:
     """An option off by default: ``None``, ``False``, ``0``, ``""`` (a choice among values,
     ``--loss Proxy_Anchor``, is a selection the user makes, not a feature turned on)."""
@@ -265,3 +276,68 @@ def _same(value: Optional[str], default: object) -> bool:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return isinstance(default, str) and value == default
     return type(given) is type(default) and given == default
+
+
+# Keys the code reads from a config mapping, and the keys it writes (``ModuleFacts.read_keys``,
+# ``written_keys``; ``PassedOptions.quiet_keys``).
+#
+# ``config.get('load')`` is None unless something sets ``load``: where no config file, document
+# or module of the project does, the branch it opens is off the program's run, as is one behind an
+# option off by default that nothing turns on (``project/configs.PassedOptions``).
+# yinboc/few-shot-meta-baseline@779fae3 train_classifier.py:98 loads ``config['load']`` under
+# ``if config.get('load'):`` and no shipped config sets ``load``; G-U-N/PyCIL@87cc411 models/acil.py:152
+# loads a base model under ``if "base_weight" in self.args:``, a key no experiment's JSON holds.
+#
+# Conservative: a key counts as written wherever a module names it as a keyword argument
+# (``dict(load=path)``, ``Config(load=...)``), a dict literal's key, a subscript it stores into, a
+# ``setdefault`` or a module-level name (a Python config file); reads with a default other than
+# ``None``, ``False``, ``0`` or ``""``, and reads of the environment (a launcher sets it), are none.
+
+
+def read_key_call(call: ast.Call, called: str, reads: Set[str], writes: Set[str]) -> None:
+    """What a call reads (``x.get("k")``) or writes (``x.setdefault("k", v)``, any ``k=v``)."""
+    for keyword in call.keywords:
+        if keyword.arg is not None:
+            writes.add(keyword.arg)
+    if called not in ("get", "setdefault") or type(call.func) is not ast.Attribute or not call.args or call.keywords:
+        return
+    key = _string(call.args[0])
+    if key is None:
+        return
+    if called == "setdefault":
+        writes.add(key)
+    elif len(call.args) == 1 or (len(call.args) == 2 and type(call.args[1]) is ast.Constant and _off(call.args[1].value)):
+        if last_name(call.func.value) not in ("environ", "getenv"):
+            reads.add(key)
+
+
+def read_key_test(compare: ast.Compare, reads: Set[str]) -> None:
+    """``"k" in config``: true only where something sets ``k``."""
+    if len(compare.ops) == 1 and type(compare.ops[0]) in (ast.In, ast.NotIn) and type(compare.comparators[0]) in (ast.Name, ast.Attribute):
+        key = _string(compare.left)
+        if key is not None and last_name(compare.comparators[0]) != "environ":
+            reads.add(key)
+
+
+def read_key_writes(node: ast.AST, writes: Set[str]) -> None:
+    """The string keys a dict literal holds or an assignment stores into (``config["load"] = p``)."""
+    if type(node) is ast.Dict:
+        writes.update(key.value for key in node.keys if type(key) is ast.Constant and type(key.value) is str)
+    elif type(node) is ast.Assign:
+        for target in node.targets:
+            if type(target) is ast.Subscript:
+                key = _string(target.slice)
+                if key is not None:
+                    writes.add(key)
+
+
+def module_level_names(tree: ast.Module) -> Set[str]:
+    """The names a module binds at its top level: a Python config file's keys."""
+    return {
+        target.id for statement in tree.body if type(statement) in (ast.Assign, ast.AnnAssign)
+        for target in (statement.targets if type(statement) is ast.Assign else [statement.target]) if type(target) is ast.Name
+    }
+
+
+def _string(node: ast.expr) -> Optional[str]:
+    return node.value if type(node) is ast.Constant and type(node.value) is str else None

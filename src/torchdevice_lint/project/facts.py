@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from ..knowledge import cst_guards as guards
+from ..knowledge.ast_guards import option_test
 from ..knowledge.file_names import bound_file_names, built_on_cpu, file_names, moves_to_cpu, parameters_moved_to_cpu, state_after_cpu
 from ..knowledge.flags import AVAILABILITY_WORDS, copied_option
 from ..knowledge.option_values import about_devices
@@ -26,7 +27,7 @@ from ..knowledge.script_options import SETTERS, after_failure, failing_statement
 from ..syntax.ast_nodes import dotted_name, last_name, literal_string, nodes_below, parameter_names
 from .calls import ENUMERATING, ModuleCalls, availability_names, origins, read_call, read_node, reexports
 from .context import ContextReader, definitions
-from .configs import flags_passed
+from .configs import flags_passed, module_level_names, read_key_call, read_key_test, read_key_writes
 from .kernels import KernelReader
 from .shipped import checkpoint_literals
 from .stateless import module_classes, module_factories
@@ -107,6 +108,10 @@ class ModuleFacts:
     #: The options its strings pass as flags (``"--resume"`` in a command it runs), but those
     #: its parser defines (``project/configs.PassedOptions``).
     passed_flags: List[str] = field(default_factory=list)
+    #: The keys it reads off by default from a mapping (``config.get("load")``), and those it
+    #: writes (``knowledge/config_keys.py``).
+    read_keys: List[str] = field(default_factory=list)
+    written_keys: List[str] = field(default_factory=list)
 
 
 #: What a module-level device binding holds: ``portable`` (an accelerator where available, else
@@ -123,7 +128,7 @@ _CONDITIONS = (ast.If, ast.IfExp)
 #: The nodes ``calls.read_node`` reads besides definitions (calls: ``calls.read_call``).
 _BINDINGS = (ast.AnnAssign, ast.Return, ast.ClassDef)
 #: Every node type the walk reads.
-_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Assign, ast.BoolOp, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
+_READ = frozenset({ast.Call, ast.Constant, ast.Attribute, ast.Name, ast.Import, ast.ImportFrom, ast.Assign, ast.BoolOp, ast.Compare, ast.Dict, *_FUNCTIONS, *_CONDITIONS, *_BINDINGS})
 #: The words of a string constant up to this long are names it may stand for (``getattr(m, "train")``).
 _NAMING_STRING = 64
 _WORDS = re.compile(r"[A-Za-z_]\w*")
@@ -162,6 +167,8 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
     callees: Set[int] = set()  # the ``func`` of each call: a parent comes before its children
     defining: Set[int] = set()  # the flags of ``add_argument`` calls: no option passed
     passed: Set[str] = set()
+    reads: Set[str] = set()
+    writes: Set[str] = module_level_names(tree)
     for root, scope, caller in kernels.roots():
         for node in nodes_below(root):  # ``ast.walk``'s order, without contexts and operators
             kind = type(node)  # CPython's parser makes no subclasses: compared exactly, as fast as it gets
@@ -187,6 +194,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                     facts.sets_by_name = read_setter(node, called, stored) or facts.sets_by_name
                 elif called in ("add_argument", "add_option"):
                     defining.update(map(id, node.args))
+                read_key_call(node, called, reads, writes)
                 if called in ENUMERATING:  # ``globals()``, ``cls.__subclasses__()``
                     mentions.add(called)
                 elif type(node.func) is Name and node.func.id == "super" and node.args:
@@ -215,7 +223,12 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
                     facts.sets_by_name = True
                 if node.attr == "mps" or (node.attr == "accelerator" and type(node.value) is ast.Name and node.value.id == "torch"):
                     facts.mentions_mps = True
+            elif kind is ast.Compare:
+                read_key_test(node, reads)
+            elif kind is ast.Dict:
+                read_key_writes(node, writes)
             elif kind is Assign:
+                read_key_writes(node, writes)
                 _read_rebound(node, facts, plainly_rebound)
                 if len(node.targets) == 1:
                     _read_copy(node.targets[0], node.value, facts)
@@ -249,6 +262,7 @@ def module_facts(tree: ast.Module) -> ModuleFacts:
         read_call(node, calls, known, caller, coverage.covers(node), receivers, availability, by_value, values)
     facts.stored_attributes = sorted(stored)
     facts.passed_flags = sorted(passed)
+    facts.read_keys, facts.written_keys = sorted(reads - writes), sorted(writes)
     calls.definitions = definitions(tree)
     calls.mentions = sorted(mentions)
     calls.reexports = reexports(imported, mentions, calls)
@@ -462,30 +476,6 @@ def _read_predicate(function: ast.AST, facts: ModuleFacts) -> None:
         test = option_test(body[0].value)
         if test is not None:
             facts.predicates.setdefault(function.name, test)
-
-
-_OPERATORS = {ast.Gt: ">", ast.GtE: ">=", ast.Lt: "<", ast.LtE: "<=", ast.Eq: "==", ast.NotEq: "!="}
-
-
-def option_test(test: ast.expr) -> Optional[list]:
-    """``[option, len taken, operator, integer]`` for ``len(self.opt.gpu_ids) > 0``,
-    ``opt.gpu >= 0`` or a bare ``self.args.cuda``; None for anything else."""
-    operator = operand = None
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        operator = _OPERATORS.get(type(test.ops[0]))
-        comparator = test.comparators[0]
-        if isinstance(comparator, ast.UnaryOp) and isinstance(comparator.op, ast.USub):
-            comparator = comparator.operand
-            sign = -1
-        else:
-            sign = 1
-        if operator is None or not isinstance(comparator, ast.Constant) or type(comparator.value) is not int:
-            return None
-        operand, test = sign * comparator.value, test.left
-    measured = isinstance(test, ast.Call) and last_name(test.func) == "len" and len(test.args) == 1
-    if measured:
-        test = test.args[0]
-    return [test.attr, measured, operator, operand] if isinstance(test, ast.Attribute) else None
 
 
 def _is_docstring(statement: ast.stmt) -> bool:

@@ -118,7 +118,7 @@ class Project:
             data = self._hash(file, self.hashes, lambda data: hashlib.sha256(data).hexdigest())
             self._commented[str(file)] = commented_calls(data) if data is not None else set()
         #: Whether code nothing runs can be told: every text read, no package (``_unreached``, once).
-        self._reach_known = configs_read and docs_read
+        self._reach_known = self._texts_complete = configs_read and docs_read
         for file in configs if configs_read else ():
             self.passed.read(file.name, self._hash(file, self.config_hashes, config_key, MAX_CONFIG_BYTES))  # larger ones are data
         #: The content hash of each file documenting how the project runs: they decide ``launches``.
@@ -214,7 +214,7 @@ class Project:
             self._facts = dataclasses.replace(
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
-                unreached_spans=self._unreached(), quiet_options=self._quiet(combined.options),
+                unreached_spans=self._unreached(), quiet_options=self._quiet(combined.options), quiet_keys=self._quiet(combined.options, keys=True),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 unlaunched=bool(self.modules) and not self.launches.scopes,
                 parameterless_classes=parameterless_classes(
@@ -237,9 +237,10 @@ class Project:
             spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
         return spans
 
-    def _quiet(self, options: Mapping[str, object]) -> frozenset:
-        """``PassedOptions.quiet``, where the project documents its runs and its texts are all read."""
-        if not (self.launches.documented and len(self.texts) <= MAX_TEXTS):
+    def _quiet(self, options: Mapping[str, object], keys: bool = False) -> frozenset:
+        """``PassedOptions.quiet``, where the project documents its runs and its texts are all
+        read; with ``keys``, ``PassedOptions.quiet_keys``, where its configs and docs are too."""
+        if not (self.launches.documented and len(self.texts) <= MAX_TEXTS) or (keys and not self._texts_complete):
             return frozenset()
         if not self._texts_passed:
             self._texts_passed = True
@@ -248,7 +249,11 @@ class Project:
         modules = self.modules.values()
         if any(module.sets_by_name for module in modules):  # ``vars(args).update(config)``: any option may be set
             return frozenset()
-        return self.passed.quiet(options, set().union(*(module.stored_attributes for module in modules), *(module.passed_flags for module in modules)))
+        set_in_modules = set().union(*(module.stored_attributes for module in modules), *(module.passed_flags for module in modules))
+        if keys:
+            read = set().union(*(module.read_keys for module in modules))
+            return self.passed.quiet_keys(read - set_in_modules.union(*(module.written_keys for module in modules)), options)
+        return self.passed.quiet(options, set_in_modules)
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring

@@ -249,16 +249,16 @@ def facts_from_entry(key, entry) -> Optional[ModuleFacts]:
         fields = marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
-    if not (isinstance(fields, tuple) and len(fields) == 26):
+    if not (isinstance(fields, tuple) and len(fields) == 28):
         return None
     options, unknown, copies, predicates, saved, kernels, call_fields, checkpoints = fields[:8]
-    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu, saves, cpu_saves, failing, stored, by_name, passed = fields[8:]
+    imports, stars, public, devices, classes, mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu, saves, cpu_saves, failing, stored, by_name, passed, read_keys, written_keys = fields[8:]
     calls = project_calls.shaped(call_fields)
     if calls is None:
         return None
     return ModuleFacts(
         options, unknown, copies, predicates, saved, kernels, calls, checkpoints, imports, stars, public, devices, classes,
         mentions_mps, rebound, availability_rebound, off_rebound, saving_classes, factories, weights_on_cpu,
-        saves, cpu_saves, failing, stored, by_name, passed,
+        saves, cpu_saves, failing, stored, by_name, passed, read_keys, written_keys,
     )
 

@@ -16,7 +16,7 @@ from .support.load_examples import (
     CACHE_RETURNING, CACHE_TRIED, DECODER_SAVED_ON_CPU, EARLY_STOP_LOOP, EARLY_STOPPING, EARLY_STOPPING_TRAIN, FOLDER_CACHE, FRAMEWORK, FRAMEWORK_SCRIPT, MODEL_ZOO_LOADER, NUMPY_SAVED, RESUMED,
     RESUMED_IN_LOOP, SAVE_HELPER, SAVED_THROUGH_HELPER, SCRIPT_TEST, STATE_LOADER,
     STATE_SAVED_AFTER_CPU, STATE_SAVED_FROM_CUDA, SWITCHED_OFF_LOAD, UNREACHED_LOADS, WEIGHTS_SAVED_AS_THEY_ARE, WEIGHTS_SAVED_ON_CPU, earlier_runs_saved, global_path_saves, loaded_after_a_failing_line, ray_trainables, reloaded_from_returned_path, reloaded_under_the_same_option, staged_checkpoints, resumed_family,
-    resumed_only_when_asked, saved_checkpoint, scheduler_states, whole_models_saved,
+    loaded_only_when_configured, resumed_only_when_asked, saved_checkpoint, scheduler_states, whole_models_saved,
 )
 from .support.load_sites import load_sites
 from .support.loaded_values import loaded_as_module, loaded_into_network, loaded_into_place, read_as_numpy, restores_scheduler
@@ -68,6 +68,7 @@ class LoadWithoutMapLocation(Rule):
         reloaded_from_returned_path()[0],  # the path a method saved to and returned, reloaded at once
         staged_checkpoints()[0],  # a stage's checkpoints found by a glob pattern; a branch a switch turns off
         reloaded_under_the_same_option(), resumed_only_when_asked(KEEP_SAVED)[0], SWITCHED_OFF_LOAD,  # saved and reloaded under two tests of one option; a resume no document asks for; `in []`
+        loaded_only_when_configured(KEEP_SAVED)[0],  # a config key no config sets
         Valid(MODEL_ZOO_LOADER, files=WEIGHTS_SAVED_ON_CPU),  # released weights, saved as the project saves them
         Valid("import torch\ndecoder.load_state_dict(torch.load(args.decoder))\n", files=DECODER_SAVED_ON_CPU), Valid(FOLDER_CACHE),  # ... key by key; a folder built where missing
         # tensors made from numpy data (facebookresearch/GradientEpisodicMemory@34c6b8e data/raw/raw.py:42-49)
@@ -328,7 +329,7 @@ class LoadWithoutMapLocation(Rule):
         whole_models_saved(KEEP_SAVED)[1],  # a whole model saved without a move to the CPU first
         loaded_after_a_failing_line(KEEP_SAVED)[1],  # the line fails nowhere: another module sets the option
         reloaded_from_returned_path()[1],  # the method returns another path than the one it saves to
-        *staged_checkpoints()[1:], *resumed_only_when_asked(KEEP_SAVED)[1:],  # the loading stage runs first; the switch is on; a resume documented, or no run documented
+        *staged_checkpoints()[1:], *resumed_only_when_asked(KEEP_SAVED)[1:], loaded_only_when_configured(KEEP_SAVED)[1],  # the loading stage runs first; the switch is on; a resume documented, or no run documented
         # a shipped checkpoint saved from a GPU
         Invalid(
             "import os\nimport torch\n\nstate = torch.load(os.path.join(os.path.dirname(__file__), 'data/onet.pt'))\n",

@@ -359,3 +359,22 @@ SWITCHED_OFF_LOAD = Valid(
     "import torch\n\n\nclass Learner:\n    def _train(self, path):\n        if self._cur_task in []:\n"
     "            self._network.load_state_dict(torch.load(path)['model_state_dict'])\n"
 )
+
+
+#: yinboc/few-shot-meta-baseline@779fae3 train_classifier.py:98-99: a load behind a config key no
+#: shipped config sets; reported where one does.
+_CONFIG_LOAD = (
+    "import torch\nimport yaml\n\nconfig = yaml.safe_load(open('configs/train.yaml'))\nmodel = torch.nn.Linear(2, 2)\n"
+    "if config.get('load'):\n    model = torch.load(config['load']{})\n"
+)
+
+
+def loaded_only_when_configured(keep_saved: str) -> Tuple[Valid, Invalid]:
+    """Silent where no config sets ``load``; reported where one does."""
+    readme = {"README.md": "Train: `python example.py`\n"}
+    return (
+        Valid(_CONFIG_LOAD.format(""), files={**readme, "configs/train.yaml": "lr: 0.1\n"}),
+        Invalid(_CONFIG_LOAD.format(""), files={**readme, "configs/train.yaml": "lr: 0.1\nload: save/max-va.pth\n"},
+                fixed=_CONFIG_LOAD.format(f", map_location={keep_saved}")),
+    )
+
