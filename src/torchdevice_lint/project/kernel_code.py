@@ -4,7 +4,7 @@ the project-level combination of the modules' kernel facts (``kernels.KernelRead
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge.cst_guards import NVIDIA_ONLY_PACKAGES
 from .kernels import Span
@@ -42,7 +42,8 @@ class CudaOnlyCode:
     lines of that code by module path) and ``builds`` (for each module that builds such a
     kernel: its name -> [lines that depend on it, files they are in])."""
 
-    def __init__(self, modules: Mapping[str, dict]) -> None:
+    def __init__(self, modules: Mapping[str, dict], find: Optional[Callable[[str, str], Optional[str]]] = None) -> None:
+        """``find``: the path of the project's module an import names from a module (``ImportResolver.find``)."""
         self.builds: Dict[str, Dict[str, list]] = {}
         # a module that imports TensorRT (or another NVIDIA-only package) unconditionally
         self.spans: Dict[str, Tuple[Span, ...]] = {
@@ -56,13 +57,16 @@ class CudaOnlyCode:
         kernels -= {kernel for path, used in users.items() if modules[path]["tests_cpu"] for kernel in used}
         driving: Dict[str, Dict[str, List[Span]]] = {kernel: {} for kernel in sorted(kernels)}
         whole: Dict[str, str] = {}  # module stem -> the kernel it cannot be imported without
+        binding: Dict[str, str] = {}  # the same by path
         for path, used in users.items():
             for kernel, locals_ in used.items():
                 if kernel in kernels:
                     spans = _driving_spans(modules[path], locals_)
                     driving[kernel].setdefault(path, []).extend(spans)
                     if spans == [(1, modules[path]["end"])]:
-                        whole[_module_name(path)] = kernel
+                        whole[_module_name(path)] = binding[path] = kernel
+        for path, kernel in _importing(modules, binding, find).items() if find is not None else ():
+            driving[kernel].setdefault(path, []).append((1, modules[path]["end"]))
         for path, facts in modules.items():
             kernel = _tested_kernel(path, facts, whole) if path not in users or not users[path] else None
             if kernel is not None:
@@ -84,6 +88,26 @@ class CudaOnlyCode:
         for path, spans in self.spans.items():
             merged.setdefault(path, []).extend(spans)
         self.spans = {path: tuple(_merged(spans)) for path, spans in merged.items()}
+
+
+def _importing(modules: Mapping[str, dict], binding: Mapping[str, str], find: Callable[[str, str], Optional[str]]) -> Dict[str, str]:
+    """Path -> the kernel of each module that imports, unconditionally and through the project's
+    modules, one that binds a CUDA-only kernel at import: none of its lines runs without CUDA
+    (AllenXiangX/SnowflakeNet@0880ba1 completion/train.py -> models/model_completion.py ->
+    models/utils.py -> pointnet2_ops: the program needs the kernel to start)."""
+    needing = dict(binding)
+    grown = True
+    while grown:
+        grown = False
+        for path, facts in modules.items():
+            if not facts or path in needing:
+                continue
+            for dotted, guarded in facts["imports"].values():
+                target = None if guarded else find(path, dotted) or (find(path, dotted.rpartition(".")[0]) if dotted.strip(".").count(".") else None)
+                if target in needing:
+                    needing[path], grown = needing[target], True
+                    break
+    return {path: kernel for path, kernel in needing.items() if path not in binding}
 
 
 def _cuda_only_kernels(modules: Mapping[str, dict]) -> Set[str]:

@@ -107,9 +107,13 @@ class KernelReader:
             built = self.built_module(statement.value) if last_name(statement.value.func) in MODULE_BUILDERS else None
             if built is not None:
                 self.imports[statement.targets[0].id] = [built, guarded]  # ``fused = load("fused", ...)``
-        elif isinstance(statement, ast.Try) and statement.handlers and all(map(_reraises, statement.handlers)):
+        elif isinstance(statement, ast.Try) and statement.handlers and all(
+            _reraises(handler) or self._rebuilds(handler, _imported_names(statement.body)) for handler in statement.handlers
+        ):
             # ``try: import pointnet2._ext`` whose every handler raises again (facebookresearch/
-            # votenet@2f6d6d3 pointnet2/pointnet2_utils.py:25): the module needs the kernel
+            # votenet@2f6d6d3 pointnet2/pointnet2_utils.py:25) or builds it from CUDA sources
+            # (AllenXiangX/SnowflakeNet@0880ba1 models/pointnet2_ops_lib/pointnet2_ops/pointnet2_utils.py:7-33):
+            # the module needs the kernel
             for inner in statement.body:
                 self._read_binding(inner, guarded)
         elif isinstance(statement, ast.FunctionDef):
@@ -220,24 +224,50 @@ class KernelReader:
 
     def _read_build(self, call: ast.Call, builder: str) -> None:
         name = self._module_name(call)
-        if name is None:
-            return
+        cuda = self._builds_cuda(call, builder) if name is not None else None
+        if cuda is not None:
+            self.builds.append([name, cuda, call.lineno, *self._top_level_span(call.lineno)])
+
+    def _builds_cuda(self, call: ast.Call, builder: str) -> Optional[bool]:
+        """Whether a build compiles CUDA code; None where its sources are computed out of sight."""
         if builder == "load_inline":
             sources = keyword_value(call, "cuda_sources")
-            cuda = sources is not None and not (isinstance(sources, ast.Constant) and sources.value is None)
-        elif builder in ("load", "Extension", "CppExtension"):
+            return sources is not None and not (isinstance(sources, ast.Constant) and sources.value is None)
+        if builder in ("load", "Extension", "CppExtension"):
             sources = keyword_value(call, "sources") or (call.args[1] if len(call.args) > 1 else None)
+            if isinstance(sources, ast.Name):  # ``sources=_ext_sources``, globbed once (erikwijmans/Pointnet2_PyTorch's pointnet2_utils.py)
+                sources = self._only_value(sources.id)
             names = [literal_string(node) for node in nodes_below(sources)] if sources is not None else []
+            with_cuda = keyword_value(call, "with_cuda")
+            if builder == "load" and isinstance(with_cuda, ast.Constant) and with_cuda.value is True:
+                return True
             if not any(names) and builder != "CppExtension":
-                return  # sources computed elsewhere: what they build is unknown
+                return None  # sources computed elsewhere: what they build is unknown
             objects = keyword_value(call, "extra_objects")
             names += [literal_string(node) for node in ast.walk(objects)] if objects is not None else []
-            cuda = any(name and name.endswith(CUDA_SOURCE_SUFFIXES) for name in names)
-        elif builder == "create_extension":
-            cuda = self._needs_cuda(keyword_value(call, "with_cuda"), keyword_value(call, "sources"))
-        else:
-            cuda = builder == "CUDAExtension"
-        self.builds.append([name, cuda, call.lineno, *self._top_level_span(call.lineno)])
+            return any(name and name.endswith(CUDA_SOURCE_SUFFIXES) for name in names)
+        if builder == "create_extension":
+            return self._needs_cuda(keyword_value(call, "with_cuda"), keyword_value(call, "sources"))
+        return builder == "CUDAExtension"
+
+    def _only_value(self, name: str) -> Optional[ast.expr]:
+        """The value of the one assignment anywhere in the module that binds ``name``."""
+        values = [
+            node.value for node in ast.walk(self.tree) if type(node) is ast.Assign
+            and any(type(target) is ast.Name and target.id == name for target in node.targets)
+        ]
+        return values[0] if len(values) == 1 else None
+
+    def _rebuilds(self, handler: ast.ExceptHandler, names: Set[str]) -> bool:
+        """Whether an ``except`` block binds each of ``names`` to a CUDA build of its own (a
+        prebuilt kernel's import, else compiled on the spot: no CPU fallback)."""
+        built = {
+            target.id for statement in handler.body if type(statement) is ast.Assign and type(statement.value) is ast.Call
+            and last_name(statement.value.func) in BUILDER_NAMES and self._builder(statement.value.func) is not None
+            and self._builds_cuda(statement.value, self._builder(statement.value.func))
+            for target in statement.targets if type(target) is ast.Name
+        }
+        return bool(names) and names <= built
 
     def _top_level_span(self, line: int) -> Span:
         """The lines of the top-level statement (a function, a class, an ``if``) holding ``line``."""
@@ -364,6 +394,14 @@ def _unconditional_value(name: str, body: Iterable[ast.stmt]) -> Optional[ast.ex
         elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name) and statement.target.id == name:
             return None
     return value
+
+
+def _imported_names(body: Iterable[ast.stmt]) -> Set[str]:
+    """The local names the imports of a block bind."""
+    return {
+        alias.asname or alias.name.split(".")[0] if type(statement) is ast.Import else alias.asname or alias.name
+        for statement in body if type(statement) in (ast.Import, ast.ImportFrom) for alias in statement.names
+    }
 
 
 def _reraises(handler: ast.ExceptHandler) -> bool:

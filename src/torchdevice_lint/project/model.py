@@ -207,7 +207,7 @@ class Project:
             self._looked = looked_at(candidates)  # before the facts below read them
             modules = {path: facts.calls for path, facts in self.modules.items()}
             calls, escaped = default_calls(modules)
-            combined = combined_facts(self.modules)
+            combined = combined_facts(self.modules, self.resolver.find)
             configured = config_defaults(
                 self.configs.values(), (name for facts in self.modules.values() for name in (*facts.options, *facts.unknown_options, *facts.rebound)),
             )
@@ -315,7 +315,7 @@ class Project:
 
 
 
-def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
+def combined_facts(modules: Mapping[str, ModuleFacts], find: Optional[Callable[[str, str], Optional[str]]] = None) -> ProjectFacts:
     """Every option with one default (options defined with defaults that disagree have none),
     every copy and predicate of an option, every file saved from ``.cpu()`` values, the code
     that only drives a CUDA-only kernel, and the arguments of the functions every call of which
@@ -353,7 +353,7 @@ def combined_facts(modules: Mapping[str, ModuleFacts]) -> ProjectFacts:
         for name, test in facts.predicates.items():
             predicates.setdefault(name, test)
     known = {name: value for name, value in options.items() if name not in unknown}
-    cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()})
+    cuda_only = CudaOnlyCode({path: facts.kernels for path, facts in modules.items()}, find)
     return ProjectFacts(
         known, copies, predicates, frozenset(saved), cuda_only.spans, cuda_only.builds, arguments=arguments,
         rebound_options=frozenset(rebound & known.keys()), availability_options=frozenset(available - plain),

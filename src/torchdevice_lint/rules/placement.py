@@ -19,7 +19,7 @@ from .support.examples import (
     CRITERION_FACTORY, CUDA_OPTIONS_OFF, DEAD_HELPERS, DEFAULT_REPLACED, DEVICE, EMPTY_LOSS, EVAL_OFF_IN_SCRIPTS, EVAL_ON_IN_A_SCRIPT, INLINE, LAZY_KERNEL_FUNCTION, LOSS_USER, REGISTRY_FACTORY, SACRED_COMMAND_NAMED, SACRED_COMMAND_UNNAMED, WRAPPED_EMPTY_LOSS, WRAPPED_LAYER,
     NAMESAKE_CALLED, NCE_LOSSES, OPTION_OF_THE_IMPORTER, PACKAGE_CALLED, PREPARE_Z_Y, HEIR_BUILT, REBOUND_USE_GPU, SCRIPT_RUN_BY_README, UNREAD_DEVICE, configured_flags,
 )
-from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers
+from .support.kernel_examples import ALIASED_TEST_SCRIPT, FFI_TEST_SCRIPT, JIT_KERNEL_USER, KERNEL_PROGRAM, KERNEL_SELF_TEST, KERNEL_TEST_SCRIPT, NESTED_KERNEL_SELF_TEST, kernel_callers, kernel_program
 
 
 _GUARDED = "'cuda' if torch.cuda.is_available() else 'mps' if torch.backends.mps.is_available() else 'cpu'"
@@ -80,7 +80,7 @@ class CudaMethodCall(Rule):
         # every call passes torch.cuda.is_available() as the flag (ermongroup/ncsnv2@1bcea03 evaluation/nearest_neighbor.py:70,149)
         Valid("def neighbours(data, k=10, cuda=True):\n    if cuda:\n        model.cuda()\n", files={"run.py": "import torch\nfrom example import neighbours\nneighbours(data, 10, torch.cuda.is_available())\n"}),
         AVAILABILITY_NAME_PASSED[0], AVAILABILITY_ATTRIBUTE_PASSED, SCRIPT_RUN_BY_README,  # ... a name or an attribute bound to it; an unrun method
-        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST, NESTED_KERNEL_SELF_TEST, JIT_KERNEL_USER,  # a CUDA-only kernel's code: one TDV310 instead
+        KERNEL_TEST_SCRIPT, FFI_TEST_SCRIPT, ALIASED_TEST_SCRIPT, LAZY_KERNEL_FUNCTION, KERNEL_SELF_TEST, NESTED_KERNEL_SELF_TEST, JIT_KERNEL_USER, KERNEL_PROGRAM,  # a CUDA-only kernel's code: one TDV310 instead
         Valid("import torch\n\ndef load(trt_file):\n    if trt_file is not None:\n        from torch2trt import TRTModule\n        x = torch.ones(1, 3).cuda()\n"),  # TensorRT's branch (YOLOX@6ddff48 tools/demo.py:122)
         ASKED_FOR_GPUS[0], EVAL_OFF_IN_SCRIPTS,  # `-visible_gpus` ("-1", the CPU, by default) in another module; `--eval` off in every script
         *CUDA_OPTIONS_OFF,  # `--cuda` off by default, compared with 0
@@ -322,7 +322,7 @@ class HardcodedCudaDevice(Rule):
         # openai/glide-text2im@69b5307 glide_text2im/clip/utils.py:32, encoders.py:98, model_creation.py:75)
         Valid(PREPARE_Z_Y, files={"train.py": "from example import prepare_z_y\nz_, y_ = prepare_z_y(G_batch_size, dim_z, n_classes, device=device)\n"}),
         Valid(ATTRS_LAYER_NORM, files={"encoders.py": "from .example import LayerNorm\nln = LayerNorm(n_state, 1e-5, self.device)\nln2 = LayerNorm(n_state, device=device)\n"}),
-        ASKED_FOR_GPUS[1], EVAL_ON_IN_A_SCRIPT, WRAPPED_LAYER, SACRED_COMMAND_NAMED,  # a Sacred command the README runs; one arm of a device option's choice: "cuda" only where the user names GPUs; a script passes `--eval 1`; a layer on `self`
+        ASKED_FOR_GPUS[1], EVAL_ON_IN_A_SCRIPT, WRAPPED_LAYER, SACRED_COMMAND_NAMED, kernel_program(DEVICE),  # a Sacred command the README runs; a program whose network falls back without the kernel; one arm of a device option's choice: "cuda" only where the user names GPUs; a script passes `--eval 1`; a layer on `self`
         REBOUND_USE_GPU,  # the option is rebound to an availability check in another module
         # a default never read (jannerm/diffuser@7ea4228 serialization.py:36); a GPU count clamped to device_count()
         Valid("import torch\n\ndef load_diffusion(*loadpath, epoch='latest', device='cuda:0'):\n    return load(loadpath, epoch)\n"),

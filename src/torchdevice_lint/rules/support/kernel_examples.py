@@ -118,17 +118,39 @@ JIT_KERNEL_NETWORK = (
 JIT_KERNEL_USER = Valid(JIT_KERNEL_NETWORK, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "train.py": "from example import Net\nNet()(x)\n"})
 
 
+#: The kernel's Function where the kernel may be missing: its module imports without it.
+OPTIONAL_KERNEL_FUNCTION = KERNEL_FUNCTION.replace("import fused_ops\n", "try:\n    import fused_ops\nexcept ImportError:\n    fused_ops = None\n")
+
+
 def kernel_callers(device: str) -> Tuple[Invalid, ...]:
     """TDV101's examples beside kernels that are still reported: a caller of a kernel with a CPU
-    fallback, and a model that may run without a CUDA-only kernel; ``device`` is the binding the
-    fix writes."""
+    fallback, and a model that may run without a CUDA-only kernel its Function's module may do
+    without; ``device`` is the binding the fix writes."""
+    optional = {"setup.py": KERNEL_SETUP, "fused.py": OPTIONAL_KERNEL_FUNCTION}
     return (
         Invalid(KERNEL_CALLER.format("", ".cuda()"), fixed=KERNEL_CALLER.format(device + "\n", ".to(device)"), files={"fused_act.py": KERNEL_WITH_FALLBACK}),
-        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION}),
+        Invalid(LAYER_USER.format("", ".cuda()"), fixed=LAYER_USER.format(device + "\n", ".to(device)"), files=optional),
         # a module nothing imports: its `__main__` block is a program (with the kernel, on CUDA)
         Invalid(
             KERNEL_MODEL.format(".cuda()"),
             fixed=KERNEL_MODEL.replace("\n\n\nclass", "\n\n" + device + "\n\nclass", 1).format(".to(device)"),
-            files={"setup.py": KERNEL_SETUP, "fused.py": KERNEL_FUNCTION},
+            files=optional,
         ),
     )
+#: A program that imports, through its network's module, one that cannot be imported without
+#: the kernel: none of its lines runs without CUDA (AllenXiangX/SnowflakeNet@0880ba1
+#: completion/train.py); where the network falls back when the kernel is missing, it may.
+_KERNEL_PROGRAM = "import torch\nfrom models.net import Net\n\nx = torch.randn(2).cuda()\nprint(Net()(x))\n"
+_FALLBACK_NETWORK = JIT_KERNEL_NETWORK.replace(
+    "from ops.deform_attn import deform_attn\n", "try:\n    from ops.deform_attn import deform_attn\nexcept ImportError:\n    deform_attn = torch.relu\n",
+)
+KERNEL_PROGRAM = Valid(_KERNEL_PROGRAM, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "models/net.py": JIT_KERNEL_NETWORK})
+
+
+def kernel_program(device: str) -> Invalid:
+    """The program where its network may run without the kernel (``device``: the binding the fix adds)."""
+    return Invalid(
+        _KERNEL_PROGRAM, files={"ops/deform_attn.py": JIT_KERNEL_MODULE.format("deform_attn"), "models/net.py": _FALLBACK_NETWORK},
+        fixed=_KERNEL_PROGRAM.replace("from models.net import Net\n", "from models.net import Net\n\n" + device).replace("randn(2).cuda()", "randn(2).to(device)"),
+    )
+
