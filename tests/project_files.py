@@ -15,6 +15,7 @@ def project_findings(root: Path, files: Dict[str, str], checked: str, settings: 
     (by default with code nothing calls checked too: these projects are about a line, not its callers)."""
     (root / "setup.py").write_text("")
     for name, code in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(code)
     path = root / checked
     settings = settings if settings is not None else Settings(check_unreached=True)

@@ -160,15 +160,34 @@ def test_a_module_listing_names_may_build_any_class(tmp_path):
     assert [f.location.row for f in project_findings(tmp_path, files, "loss.py", Settings())] == [5, 8]
 
 
-def test_a_readme_naming_its_file_keeps_a_module(tmp_path):
-    # ZhaoJ9014/face.evoLVe@a9897bd README.md:497 "Feature extraction API ./util/extract_feature_v1.py"
-    files = {"utils.py": LOADER, "train.py": TRAIN, "README.md": "Our helpers: see `utils.py`. The loss is in loss.py.\n"}
-    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
-    files["README.md"] = "Our utils: see the loss, my_utils.py.\n"  # the word, another file: not this one
+def test_a_readme_naming_a_module_keeps_only_the_definitions_it_names(tmp_path):
+    # xi-jia/LKU-Net@30c5555 Readme.md:53 "class `LK_encoder` in Models.py": a file to edit
+    files = {"utils.py": LOADER, "train.py": TRAIN, "README.md": "Our helpers: see `utils.py`.\n"}
     assert codes(tmp_path, files) == []
+    files["README.md"] = "Resume with `load_checkpoint` from utils.py.\n"
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
 
 
 def test_a_call_commented_out_is_a_step_its_author_runs(tmp_path):
     # xy-guo/MVSNet_pytorch@e0f2ae3 eval.py:302 "# step1. save all the depth maps", "# save_depth()"
     script = EVALUATION.replace("    Test().save()\n", "    # Test().show()\n    Test().save()\n")
     assert [f.location.row for f in project_findings(tmp_path, {"test.py": script, "utils.py": LOADER}, "test.py", Settings())] == [6, 9]
+
+
+def test_an_assignment_commented_out_is_code_taken_out(tmp_path):
+    # xi-jia/LKU-Net@30c5555 LKU-Net_2D_OASIS/train.py:119 "# diff_transform = DiffeomorphicTransform(...)"
+    files = {"utils.py": LOADER, "train.py": TRAIN + "# state = load_checkpoint('best.pth')\n"}
+    assert codes(tmp_path, files) == []
+    files["train.py"] = TRAIN + "# load_checkpoint('best.pth')\n"  # a step its author runs by uncommenting
+    assert codes(tmp_path, files) == ["TDV501", "TDV101"]
+
+
+def test_a_call_reaches_the_namesake_its_imports_bring(tmp_path):
+    # xi-jia/LKU-Net@30c5555: each experiment's folder has its own Models.py, star-imported by its
+    # scripts; one folder's script builds the transform, another's never does
+    models = "import torch\n\n\nclass Transform(torch.nn.Module):\n    def forward(self, x):\n        return x.cuda()\n"
+    script = "from Models import *\n\n\ndef train():\n    return {}\n\n\nif __name__ == '__main__':\n    train()\n"
+    files = {"a/Models.py": models, "a/train.py": script.format("Transform()"), "b/Models.py": models, "b/train.py": script.format("1")}
+    (tmp_path / ".git").mkdir()  # one project holding both folders
+    assert codes(tmp_path, files, "a/Models.py") == ["TDV101"]
+    assert codes(tmp_path, files, "b/Models.py") == []

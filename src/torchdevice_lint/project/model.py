@@ -232,7 +232,7 @@ class Project:
             self._text_words = TextWords([*self.texts, *map(Path, self.doc_hashes), *map(Path, self.config_hashes)])
             self._reach_known = self._reach_known and len(self._text_words.texts) <= MAX_TEXTS and not package_like(self.root)
         failing = failing_scripts(self.modules)
-        spans = unreached_spans(self.modules, self._text_words, set().union(*self._commented.values()), failing) if self._reach_known else {}
+        spans = unreached_spans(self.modules, self._text_words, set().union(*self._commented.values()), failing, self.resolver.find) if self._reach_known else {}
         for path, after in after_failure_spans(self.modules, failing).items():
             spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
         return spans

@@ -15,10 +15,11 @@ A project that is a package others install keeps its definitions: its users call
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Mapping, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..knowledge.script_options import AFTER_FAILURE
 from .calls import COMMAND, ENUMERATING, FUNCTION, MODULE_CLASS, PLAIN_CLASS, ModuleCalls, package_names
@@ -32,7 +33,7 @@ Definition = Tuple[str, str]
 
 def unreached_spans(
     facts: Mapping[str, ModuleFacts], words_in_texts: Callable[[Set[str]], Set[str]], commented: Iterable[str],
-    failing: Mapping[str, int],
+    failing: Mapping[str, int], find: Optional[Callable[[str, str], Optional[str]]] = None,
 ) -> Dict[str, Tuple[Span, ...]]:
     """By module path: the bodies of the functions and methods nothing reachable runs (a
     definition's header runs at import: its defaults, its decorators), in the modules that are
@@ -41,7 +42,9 @@ def unreached_spans(
     definitions nothing imports is someone else's to call (a file being written, an API).
     ``words_in_texts``: those of the given names the project's other texts hold; ``commented``:
     the names the modules' comments call (``commented_calls``), which stay called; ``failing``:
-    ``failing_scripts``, whose module-level calls below their failing statement run nothing."""
+    ``failing_scripts``, whose module-level calls below their failing statement run nothing;
+    ``find``: the module an import names (``ImportResolver.find``), where calls may be told apart
+    from namesakes in other folders."""
     modules = {path: module.calls for path, module in facts.items()}
     imported = {
         part for module in facts.values() for origin in (*module.imports.values(), *module.star_imports)
@@ -57,16 +60,15 @@ def unreached_spans(
     candidates = {definition for definition in _candidates(modules, mentioned) if definition[0] in running}
     if not candidates:
         return {}
-    # a definition, or a module of definitions, that a README, a config or a notebook names is
-    # the users' to call (ZhaoJ9014/face.evoLVe@a9897bd util/extract_feature_v1.py); a script it
-    # names is run, and runs what its own statements call (weijun88/F3Net@eecace3 "python test.py")
-    in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates} | {stems[path] + ".py" for path, _ in candidates})
+    # a definition that a README, a config or a notebook names is the users' to call; a module
+    # of definitions it names is not (xi-jia/LKU-Net@30c5555 Readme.md:53 "class `LK_encoder` in
+    # Models.py": a file to edit), and a script is run whether named or not
+    in_texts = words_in_texts({name.rpartition(".")[2] for _, name in candidates})
     candidates = {
         (path, name) for path, name in candidates
         if name.rpartition(".")[2] not in in_texts and name.rpartition(".")[2] not in commented
-        and (path in scripts or stems[path] + ".py" not in in_texts)
     }
-    reached = _reached(modules, stems, candidates, failing)
+    reached = _reached(modules, stems, candidates, failing, _Origins(facts, find) if find is not None else None)
     spans: Dict[str, List[Span]] = {}
     for path, name in candidates - reached:
         definitions = modules[path].definitions
@@ -202,6 +204,7 @@ def collected_by_runner(path: str) -> bool:
 
 def _reached(
     modules: Mapping[str, ModuleCalls], stems: Mapping[str, str], candidates: Set[Definition], failing: Mapping[str, int],
+    origins: Optional["_Origins"] = None,
 ) -> Set[Definition]:
     """The candidates a call from running code may reach, to a fixed point: a call reaches
     every candidate of its name in a module its origin allows (``name@stem``, as the project's
@@ -222,6 +225,9 @@ def _reached(
                 if not origin or origin in packages or (origin == "." and target[0] == path)
                 or (origin != "." and origin in (stems[target[0]], os.path.basename(os.path.dirname(target[0]))))
             ]
+            functions = [target for target in targets if "." not in target[1]]  # a method may be any class's
+            if origins is not None and functions:
+                targets = origins.narrowed(path, origin, name, functions) + [target for target in targets if "." in target[1]]
             if targets:
                 methods = [target for target in targets if "." in target[1]]
                 for record in records:  # a method of a value reaches no top-level definition
@@ -247,6 +253,41 @@ def _reached(
     return reached
 
 
+class _Origins:
+    """Where a call's name comes from, as Python finds the module an import names: a project of
+    several experiments, each folder with its own ``Models.py`` (xi-jia/LKU-Net@30c5555
+    LKU-Net_3D_IXI/train.py ``from Models import *`` then ``DiffeomorphicTransform(...)``), calls
+    its own folder's definitions, not its namesakes elsewhere."""
+
+    def __init__(self, facts: Mapping[str, ModuleFacts], find: Callable[[str, str], Optional[str]]) -> None:
+        self.facts = facts
+        self.find = find
+        self._stars: Dict[str, Set[str]] = {}
+
+    def narrowed(self, path: str, origin: str, name: str, targets: List[Definition]) -> List[Definition]:
+        """Those of ``targets`` (definitions named ``name`` that a call keyed by ``origin`` from
+        ``path`` may reach) in the modules its imports bring ``name`` from, where one of those
+        defines it; all of them where the imports cannot tell."""
+        if origin == ".":
+            return targets
+        found = self.find(path, origin) if origin else None
+        sources = ({found} if found in self.facts else set()) if origin else self._star_sources(path, 4)
+        defining = {source for source in sources if name in self.facts[source].calls.definitions}
+        return [target for target in targets if target[0] in defining] if defining else targets
+
+    def _star_sources(self, path: str, depth: int) -> Set[str]:
+        """The modules a module's star imports bring names from, theirs too, and itself."""
+        if path not in self._stars:
+            self._stars[path] = {path}  # a cycle stops here
+            found = {path}
+            for module in self.facts[path].star_imports if depth else ():
+                source = self.find(path, module)
+                if source is not None and source in self.facts:
+                    found |= self._star_sources(source, depth - 1)
+            self._stars[path] = found
+        return self._stars[path]
+
+
 def _runs(caller: Tuple[str, str], candidates: Set[Definition], reached: Set[Definition], failing: Mapping[str, int]) -> bool:
     """Whether code of ``caller`` (module level, a definition, ``Class.method``) runs."""
     path, name = caller
@@ -267,18 +308,23 @@ MAX_TEXT_BYTES = 1 << 20
 #: A comment, and a name called in one.
 _COMMENT = re.compile(rb"#[^\n]*")
 _CALLED_NAME = re.compile(rb"([A-Za-z_]\w*)\(")
-#: A module's file name in a text (``./util/extract_feature_v1.py``).
-_FILE_NAME = re.compile(rb"(?<![\w-])[A-Za-z_]\w*\.py(?!\w)")
 
 
 def commented_calls(data: bytes) -> Set[str]:
-    """The names a module's comments call (``# save_depth()``, ``# t.show()``): a step its author
-    runs by taking the ``#`` away (xy-guo/MVSNet_pytorch@e0f2ae3 eval.py:302 ``# save_depth()``,
-    "step1" of the README's evaluation) is judged as called."""
+    """The names called by a module's comments that are a call and nothing else (``# save_depth()``,
+    ``# t.show()``): a step its author runs by taking the ``#`` away (xy-guo/MVSNet_pytorch@e0f2ae3
+    eval.py:302 ``# save_depth()``, "step1" of the README's evaluation) is judged as called. A
+    commented-out assignment is code taken out (xi-jia/LKU-Net@30c5555 LKU-Net_2D_OASIS/train.py:119
+    ``# diff_transform = DiffeomorphicTransform(time_step=7).cuda()``), and prose is no call."""
     found: Set[str] = set()
     for comment in _COMMENT.findall(data):
         if b"(" in comment:
-            found.update(name.decode("ascii") for name in _CALLED_NAME.findall(comment))
+            try:
+                expression = ast.parse(comment[1:].strip().decode("utf-8", "replace"), mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            if type(expression) is ast.Call:
+                found.update(name.decode("ascii") for name in _CALLED_NAME.findall(comment))
     return found
 
 
@@ -294,14 +340,11 @@ class TextWords:
         unknown = names - self._known.keys()
         if unknown:
             wanted = {name.encode() for name in unknown}
-            files = {name for name in wanted if b"." in name}  # ``extract_feature_v1.py``: a file name
             found: Set[bytes] = set()
             for text in self.texts:
                 data = regular_file_bytes(text, MAX_TEXT_BYTES)
                 if data is not None:
                     found.update(wanted.intersection(WORD.findall(data)))
-                    if files:
-                        found.update(files.intersection(_FILE_NAME.findall(data)))
                     if found == wanted:
                         break
             self._known.update((name, name.encode() in found) for name in unknown)
