@@ -41,6 +41,14 @@ def test_a_parser_that_may_hold_more_options_is_left_alone():
         assert lines(code) == [], extra
 
 
+def test_a_parser_handed_to_another_module_may_get_its_options_there():
+    # GuoLanqing/ShadowFormer@f721581 train.py:12 ``options.Options().init(argparse.ArgumentParser())``
+    handed_on = "import argparse\nimport options\nopt = options.Options().init(argparse.ArgumentParser()).parse_args()\ngpu = opt.gpu\n"
+    assert lines(handed_on) == []
+    named = PARSER + "options.add_training_args(parser)\nargs = parser.parse_args()\nbins = args.bins\n"
+    assert lines(named) == []
+
+
 def test_a_namespace_handed_to_a_method_before_the_read_is_left_alone():
     assert lines(PARSER + "args = parser.parse_args()\nconfig.merge(args)\nbins = args.bins\n") == []
     assert lines(PARSER + "args = parser.parse_args()\nprint(args)\nbins = args.bins\n") == [(7, 7)]

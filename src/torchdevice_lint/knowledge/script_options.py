@@ -140,8 +140,12 @@ def after_failure(line: int, failing: List[list]) -> str:
 
 def _defined_options(tree: ast.Module) -> Optional[Set[str]]:
     """The dests of the module's one parser, the defaults it sets and every attribute the
-    module assigns; None where the namespace may hold others."""
+    module assigns; None where the namespace may hold others: also where the parser is handed
+    to another function, which may add options (GuoLanqing/ShadowFormer@f721581 train.py:12
+    ``options.Options().init(argparse.ArgumentParser(...)).parse_args()``)."""
     parsers, defined = 0, set()
+    handed: Set[str] = set()  # the names passed to calls
+    parser_names: Set[str] = set()  # the names bound to a parser
     for node in nodes_below(tree):
         if type(node) is ast.Attribute:
             if node.attr == "__dict__":
@@ -149,8 +153,15 @@ def _defined_options(tree: ast.Module) -> Optional[Set[str]]:
             if type(node.ctx) is ast.Store:
                 defined.add(node.attr)
             continue
+        if type(node) is ast.Assign and type(node.value) is ast.Call and last_name(node.value.func) == "ArgumentParser":
+            parser_names.update(target.id for target in node.targets if type(target) is ast.Name)
         if type(node) is not ast.Call:
             continue
+        for argument in (*node.args, *(keyword.value for keyword in node.keywords)):
+            if type(argument) is ast.Name:
+                handed.add(argument.id)
+            elif type(argument) is ast.Call and last_name(argument.func) == "ArgumentParser":
+                return None
         called = last_name(node.func)
         if called == "ArgumentParser":
             parsers += 1
@@ -166,7 +177,7 @@ def _defined_options(tree: ast.Module) -> Optional[Set[str]]:
             if dest is None or any(literal_string(argument) is None for argument in node.args) or any(k.arg is None for k in node.keywords):
                 return None
             defined.add(dest)
-    return defined if parsers == 1 else None
+    return defined if parsers == 1 and not parser_names & handed else None
 
 
 def _parses(function: ast.FunctionDef) -> bool:
