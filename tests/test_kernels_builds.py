@@ -107,6 +107,21 @@ def test_a_module_whose_import_of_the_kernel_raises_again_drives_it_whole(tmp_pa
     assert codes(tmp_path, files)["pointnet2/pointnet2_test.py"] == []
 
 
+def test_a_module_that_compiles_the_kernel_when_its_import_fails_drives_it_whole(tmp_path):
+    # AllenXiangX/SnowflakeNet@0880ba1 models/pointnet2_ops_lib/pointnet2_ops/pointnet2_utils.py:7-33:
+    # the fallback builds the same kernel from globbed CUDA sources (or with ``with_cuda=True``)
+    for sources in ("glob.glob('src/*.cpp') + glob.glob('src/*.cu')", "glob.glob('src/*')"):
+        compiled = POINTNET_UTILS.replace(
+            "    if not getattr(builtins, '__POINTNET2_SETUP__', False):\n        raise ImportError('Could not import _ext module.')\n",
+            "    import glob\n    from torch.utils.cpp_extension import load\n\n    _ext_sources = " + sources + "\n"
+            "    _ext = load('_ext', sources=_ext_sources" + ("" if "cu'" in sources else ", with_cuda=True") + ")\n",
+        )
+        files = {"pointnet2/pointnet2_utils.py": compiled, "pointnet2/pointnet2_test.py": POINTNET_TEST}
+        found = codes(tmp_path, files)
+        assert found["pointnet2/pointnet2_test.py"] == [], sources
+        assert found["pointnet2/pointnet2_utils.py"] == ["TDV310"], sources
+
+
 def test_an_import_whose_failure_is_only_reported_leaves_the_test_reported(tmp_path):
     quiet = POINTNET_UTILS.replace("        raise ImportError('Could not import _ext module.')", "        print('no _ext: slow path')")
     files = {"pointnet2/setup.py": POINTNET_SETUP, "pointnet2/pointnet2_utils.py": quiet, "pointnet2/pointnet2_test.py": POINTNET_TEST}
