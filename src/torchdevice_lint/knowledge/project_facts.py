@@ -96,7 +96,7 @@ class ProjectFacts:
     #: Options off by default that nothing documented turns on (``project/configs.py``'s
     #: ``PassedOptions``: ``--eval 0`` wherever a script passes it): a test of one reads as its default.
     quiet_options: FrozenSet[str] = frozenset()
-    #: Keys read from a mapping off by default that nothing sets (``knowledge/config_keys.py``):
+    #: Keys read from a mapping off by default that nothing sets (``project/configs.py``'s ``quiet_keys``):
     #: ``config.get("load")`` reads as None.
     quiet_keys: FrozenSet[str] = frozenset()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Mapping, Optional, Set
 
 from ..knowledge.option_values import LAUNCHER_OPTIONS, about_devices
-from ..syntax.ast_nodes import last_name
+from ..syntax.ast_nodes import last_name, literal_string
 
 #: What a config file is named.
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -283,7 +283,7 @@ def _same(value: Optional[str], default: object) -> bool:
 #
 # ``config.get('load')`` is None unless something sets ``load``: where no config file, document
 # or module of the project does, the branch it opens is off the program's run, as is one behind an
-# option off by default that nothing turns on (``project/configs.PassedOptions``).
+# option off by default that nothing turns on (``PassedOptions``).
 # yinboc/few-shot-meta-baseline@779fae3 train_classifier.py:98 loads ``config['load']`` under
 # ``if config.get('load'):`` and no shipped config sets ``load``; G-U-N/PyCIL@87cc411 models/acil.py:152
 # loads a base model under ``if "base_weight" in self.args:``, a key no experiment's JSON holds.
@@ -301,7 +301,7 @@ def read_key_call(call: ast.Call, called: str, reads: Set[str], writes: Set[str]
             writes.add(keyword.arg)
     if called not in ("get", "setdefault") or type(call.func) is not ast.Attribute or not call.args or call.keywords:
         return
-    key = _string(call.args[0])
+    key = literal_string(call.args[0])
     if key is None:
         return
     if called == "setdefault":
@@ -314,7 +314,7 @@ def read_key_call(call: ast.Call, called: str, reads: Set[str], writes: Set[str]
 def read_key_test(compare: ast.Compare, reads: Set[str]) -> None:
     """``"k" in config``: true only where something sets ``k``."""
     if len(compare.ops) == 1 and type(compare.ops[0]) in (ast.In, ast.NotIn) and type(compare.comparators[0]) in (ast.Name, ast.Attribute):
-        key = _string(compare.left)
+        key = literal_string(compare.left)
         if key is not None and last_name(compare.comparators[0]) != "environ":
             reads.add(key)
 
@@ -326,7 +326,7 @@ def read_key_writes(node: ast.AST, writes: Set[str]) -> None:
     elif type(node) is ast.Assign:
         for target in node.targets:
             if type(target) is ast.Subscript:
-                key = _string(target.slice)
+                key = literal_string(target.slice)
                 if key is not None:
                     writes.add(key)
 
@@ -337,7 +337,3 @@ def module_level_names(tree: ast.Module) -> Set[str]:
         target.id for statement in tree.body if type(statement) in (ast.Assign, ast.AnnAssign)
         for target in (statement.targets if type(statement) is ast.Assign else [statement.target]) if type(target) is ast.Name
     }
-
-
-def _string(node: ast.expr) -> Optional[str]:
-    return node.value if type(node) is ast.Constant and type(node.value) is str else None

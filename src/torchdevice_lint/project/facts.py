@@ -109,7 +109,7 @@ class ModuleFacts:
     #: its parser defines (``project/configs.PassedOptions``).
     passed_flags: List[str] = field(default_factory=list)
     #: The keys it reads off by default from a mapping (``config.get("load")``), and those it
-    #: writes (``knowledge/config_keys.py``).
+    #: writes (``configs.read_key_call`` and its neighbours).
     read_keys: List[str] = field(default_factory=list)
     written_keys: List[str] = field(default_factory=list)
 

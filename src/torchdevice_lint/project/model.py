@@ -214,7 +214,7 @@ class Project:
             self._facts = dataclasses.replace(
                 combined, options={**configured, **combined.options},
                 default_calls=calls, escaped=escaped, parameter_calls=parameter_calls(self.modules), context_spans=cuda_context_spans(modules), shipped_files=shipped_files(candidates),
-                unreached_spans=self._unreached(), quiet_options=self._quiet(combined.options), quiet_keys=self._quiet(combined.options, keys=True),
+                unreached_spans=self._unreached(), **self._quiet(combined.options),
                 never_mps=bool(self.modules) and not any(facts.mentions_mps for facts in self.modules.values()),
                 unlaunched=bool(self.modules) and not self.launches.scopes,
                 parameterless_classes=parameterless_classes(
@@ -237,23 +237,25 @@ class Project:
             spans[path] = tuple(sorted({*spans.get(path, ()), *after}))
         return spans
 
-    def _quiet(self, options: Mapping[str, object], keys: bool = False) -> frozenset:
-        """``PassedOptions.quiet``, where the project documents its runs and its texts are all
-        read; with ``keys``, ``PassedOptions.quiet_keys``, where its configs and docs are too."""
-        if not (self.launches.documented and len(self.texts) <= MAX_TEXTS) or (keys and not self._texts_complete):
-            return frozenset()
+    def _quiet(self, options: Mapping[str, object]) -> Dict[str, frozenset]:
+        """``quiet_options`` (``PassedOptions.quiet``), where the project documents its runs and
+        its texts are all read, and ``quiet_keys`` (``PassedOptions.quiet_keys``), where its
+        configs and docs are too."""
+        if not (self.launches.documented and len(self.texts) <= MAX_TEXTS):
+            return {}
         if not self._texts_passed:
             self._texts_passed = True
             for text in self.texts:
                 self.passed.read(text.name, regular_file_bytes(text, MAX_TEXT_BYTES))
         modules = self.modules.values()
         if any(module.sets_by_name for module in modules):  # ``vars(args).update(config)``: any option may be set
-            return frozenset()
+            return {}
         set_in_modules = set().union(*(module.stored_attributes for module in modules), *(module.passed_flags for module in modules))
-        if keys:
+        quiet = {"quiet_options": self.passed.quiet(options, set_in_modules)}
+        if self._texts_complete:
             read = set().union(*(module.read_keys for module in modules))
-            return self.passed.quiet_keys(read - set_in_modules.union(*(module.written_keys for module in modules)), options)
-        return self.passed.quiet(options, set_in_modules)
+            quiet["quiet_keys"] = self.passed.quiet_keys(read - set_in_modules.union(*(module.written_keys for module in modules)), options)
+        return quiet
 
     def _fingerprint_of(self, path: str) -> str:
         """A digest of the facts as ``path`` reads them: the project's, with what its imports bring
